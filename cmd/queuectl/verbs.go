@@ -1,0 +1,203 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+
+	"snacklab/internal/exitcode"
+	"snacklab/queue"
+)
+
+func init() {
+	verbs["init"] = verb{summary: "create the queue file (an existing queue is left as is)", needsDB: true,
+		setup: func(fs *flag.FlagSet) func(context.Context, *env) error {
+			return func(ctx context.Context, e *env) error {
+				mode, err := e.q.JournalMode(ctx)
+				if err != nil {
+					return err
+				}
+				return e.out(map[string]any{"db": e.dbPath, "schema_version": queue.SchemaVersion, "journal_mode": mode},
+					func(w io.Writer) {
+						fmt.Fprintf(w, "queue %s ready (schema %d, journal_mode=%s)\n", e.dbPath, queue.SchemaVersion, mode)
+					})
+			}
+		}}
+
+	verbs["enqueue"] = verb{summary: "durably accept an order", needsDB: true, required: []string{"id", "qty"},
+		setup: func(fs *flag.FlagSet) func(context.Context, *env) error {
+			id := fs.String("id", "", "order id (required)")
+			qty := fs.Int64("qty", 0, "quantity (required)")
+			maxAttempts := fs.Int64("max-attempts", 5, "attempts before the job is quarantined as exhausted")
+			deadline := fs.Int64("deadline-ms", 86_400_000, "deadline window: the job is quarantined once its next try would be this long after enqueue (or redrive)")
+			return func(ctx context.Context, e *env) error {
+				job, dup, err := e.q.Enqueue(ctx, queue.NewJob{ID: *id, Qty: *qty, MaxAttempts: *maxAttempts, DeadlineWindowMs: *deadline}, e.now)
+				if err != nil {
+					return err
+				}
+				return e.out(map[string]any{"job": job, "duplicate": dup}, func(w io.Writer) {
+					what := "accepted"
+					if dup {
+						what = "already accepted (duplicate, nothing changed)"
+					}
+					fmt.Fprintf(w, "%s qty=%d %s\n", job.ID, job.Qty, what)
+				})
+			}
+		}}
+
+	verbs["claim"] = verb{summary: "lease one due job (exit 13 when none)", needsDB: true, required: []string{"owner"},
+		setup: func(fs *flag.FlagSet) func(context.Context, *env) error {
+			owner := fs.String("owner", "", "who holds the lease (required)")
+			lease := fs.Int64("lease-ms", 30_000, "lease length")
+			return func(ctx context.Context, e *env) error {
+				job, ok, err := e.q.Claim(ctx, *owner, e.now, *lease)
+				if err != nil {
+					return err
+				}
+				if !ok {
+					if err := e.out(map[string]any{"claimed": false}, func(w io.Writer) { fmt.Fprintln(w, "nothing claimable") }); err != nil {
+						return err
+					}
+					return exitcode.With(exitcode.Empty, errors.New("nothing claimable"))
+				}
+				return e.out(map[string]any{"claimed": true, "job": job}, func(w io.Writer) {
+					fmt.Fprintf(w, "%s leased to %s until %d with token %d (attempt %d of %d)\n",
+						job.ID, job.Owner, job.LeaseUntil, job.Token, job.Attempts, job.MaxAttempts)
+				})
+			}
+		}}
+
+	verbs["finish"] = verb{summary: "record a delivery outcome under a token (exit 12 when stale)", needsDB: true, required: []string{"id", "token", "outcome"},
+		setup: func(fs *flag.FlagSet) func(context.Context, *env) error {
+			id := fs.String("id", "", "order id (required)")
+			token := fs.Int64("token", 0, "fencing token of the grant (required)")
+			outcome := fs.String("outcome", "", "ok, retry or permanent (required)")
+			return func(ctx context.Context, e *env) error {
+				o, err := queue.ParseOutcome(*outcome)
+				if err != nil {
+					return err
+				}
+				job, applied, err := e.q.Finish(ctx, *id, *token, o, e.now)
+				if err != nil {
+					return err
+				}
+				var jv any
+				if job.ID != "" {
+					jv = job
+				}
+				if err := e.out(map[string]any{"applied": applied, "job": jv}, func(w io.Writer) {
+					if applied {
+						fmt.Fprintf(w, "%s is now %s%s\n", job.ID, job.State, reasonSuffix(job))
+					} else {
+						fmt.Fprintf(w, "not applied: token %d does not hold %s\n", *token, *id)
+					}
+				}); err != nil {
+					return err
+				}
+				if !applied {
+					return exitcode.With(exitcode.NotApplied, fmt.Errorf("not applied: token %d does not hold %s", *token, *id))
+				}
+				return nil
+			}
+		}}
+
+	verbs["redrive"] = verb{summary: "send one dead job back with a fresh budget", needsDB: true, required: []string{"id", "note"},
+		setup: func(fs *flag.FlagSet) func(context.Context, *env) error {
+			id := fs.String("id", "", "order id (required)")
+			note := fs.String("note", "", "ticket id of the diagnosis or fix (required)")
+			return func(ctx context.Context, e *env) error {
+				job, rd, err := e.q.Redrive(ctx, *id, *note, e.now)
+				if err != nil {
+					return err
+				}
+				return e.out(map[string]any{"job": job, "redrive": rd}, func(w io.Writer) {
+					fmt.Fprintf(w, "%s redriven (was %s, token stays %d), note %s\n", job.ID, rd.PrevReason, job.Token, rd.Note)
+				})
+			}
+		}}
+
+	verbs["investigate"] = verb{summary: "record that someone looked at a job", needsDB: true, required: []string{"id", "note"},
+		setup: func(fs *flag.FlagSet) func(context.Context, *env) error {
+			id := fs.String("id", "", "order id (required)")
+			note := fs.String("note", "", "ticket id of the investigation (required)")
+			return func(ctx context.Context, e *env) error {
+				inv, err := e.q.Investigate(ctx, *id, *note, e.now)
+				if err != nil {
+					return err
+				}
+				return e.out(map[string]any{"investigation": inv}, func(w io.Writer) {
+					fmt.Fprintf(w, "%s investigated under %s\n", inv.JobID, inv.Note)
+				})
+			}
+		}}
+
+	verbs["show"] = verb{summary: "a job with its redrive and investigation history", needsDB: true, required: []string{"id"},
+		setup: func(fs *flag.FlagSet) func(context.Context, *env) error {
+			id := fs.String("id", "", "order id (required)")
+			return func(ctx context.Context, e *env) error {
+				h, err := e.q.Show(ctx, *id)
+				if err != nil {
+					return err
+				}
+				return e.out(h, func(w io.Writer) {
+					j := h.Job
+					fmt.Fprintf(w, "%s qty=%d %s%s attempts=%d/%d token=%d available_at=%d deadline_at=%d\n",
+						j.ID, j.Qty, j.State, reasonSuffix(j), j.Attempts, j.MaxAttempts, j.Token, j.AvailableAt, j.DeadlineAt)
+					if j.State == queue.Leased {
+						fmt.Fprintf(w, "  leased to %s until %d\n", j.Owner, j.LeaseUntil)
+					}
+					for _, r := range h.Redrives {
+						fmt.Fprintf(w, "  redrive at %d: was %s with token %d, note %s\n", r.AtMs, r.PrevReason, r.PrevToken, r.Note)
+					}
+					for _, i := range h.Investigations {
+						fmt.Fprintf(w, "  investigated at %d, note %s\n", i.AtMs, i.Note)
+					}
+				})
+			}
+		}}
+
+	verbs["backoff"] = verb{summary: "the retry delay after a failed attempt (no --db)", required: []string{"id", "attempt"},
+		setup: func(fs *flag.FlagSet) func(context.Context, *env) error {
+			id := fs.String("id", "", "order id (required)")
+			attempt := fs.Int("attempt", 0, "the attempt that failed, from 1 (required)")
+			return func(ctx context.Context, e *env) error {
+				if err := queue.CheckID("id", *id); err != nil {
+					return err
+				}
+				if *attempt < 1 || *attempt > queue.MaxMaxAttempts {
+					return fmt.Errorf("%w: attempt %d: want 1 to %d", queue.ErrInvalid, *attempt, queue.MaxMaxAttempts)
+				}
+				d := queue.Backoff(*id, *attempt)
+				return e.out(map[string]any{"id": *id, "attempt": *attempt, "delay_ms": d}, func(w io.Writer) {
+					fmt.Fprintf(w, "%d\n", d)
+				})
+			}
+		}}
+
+	verbs["stats"] = verb{summary: "counts by state, dead by reason, oldest dead, redrive results", needsDB: true,
+		setup: func(fs *flag.FlagSet) func(context.Context, *env) error {
+			return func(ctx context.Context, e *env) error {
+				s, err := e.q.Stats(ctx)
+				if err != nil {
+					return err
+				}
+				return e.out(s, func(w io.Writer) {
+					for _, st := range queue.States() {
+						fmt.Fprintf(w, "%-8s %d\n", st, s.Counts[st])
+					}
+					for _, r := range queue.Reasons() {
+						fmt.Fprintf(w, "dead/%-10s %d\n", r, s.DeadByReason[r])
+					}
+				})
+			}
+		}}
+}
+
+func reasonSuffix(j queue.Job) string {
+	if j.Reason == "" {
+		return ""
+	}
+	return " (" + string(j.Reason) + ")"
+}

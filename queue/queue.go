@@ -1,0 +1,723 @@
+// Package queue is snacklab's durable job queue: snack orders in one SQLite
+// file, handed out under leases with fencing tokens, finished as done or
+// quarantined as dead with a reason, and brought back only by a redrive that
+// a person asked for.
+//
+// Every method that changes a job is one atomic statement or one immediate
+// transaction, so two processes sharing the file never both hold a job and a
+// crash never leaves half a transition. CONTRACT.md is the normative text;
+// this file follows it line by line.
+package queue
+
+import (
+	"context"
+	"database/sql"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"time"
+
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+)
+
+// SchemaVersion is the PRAGMA user_version this package reads and writes.
+const SchemaVersion = 1
+
+//go:embed schema.sql
+var schemaSQL string
+
+// State is where a job is in its life. The values match the CHECK in schema.sql.
+type State string
+
+// The four states of a job (CONTRACT.md §2).
+const (
+	Pending State = "pending" // waiting for available_at
+	Leased  State = "leased"  // held by an owner until lease_until, under a token
+	Done    State = "done"    // delivered; final
+	Dead    State = "dead"    // quarantined with a Reason; leaves only by Redrive
+)
+
+// States lists every State, in the order reports show them.
+func States() []State { return []State{Pending, Leased, Done, Dead} }
+
+// Reason says why a job is dead. The values match the CHECK in schema.sql.
+type Reason string
+
+// The reasons a job is quarantined.
+const (
+	ReasonPermanent Reason = "permanent" // the receiver refused it for good
+	ReasonExhausted Reason = "exhausted" // every attempt was used
+	ReasonDeadline  Reason = "deadline"  // the next try would be at or past its deadline
+)
+
+// Reasons lists every Reason, in the order reports show them.
+func Reasons() []Reason { return []Reason{ReasonPermanent, ReasonExhausted, ReasonDeadline} }
+
+// ParseReason checks that s names a Reason.
+func ParseReason(s string) (Reason, error) {
+	for _, r := range Reasons() {
+		if string(r) == s {
+			return r, nil
+		}
+	}
+	return "", fmt.Errorf("%w: reason %q: want permanent, exhausted or deadline", ErrInvalid, s)
+}
+
+// Outcome is what the transport adapter reports to Finish.
+type Outcome string
+
+// The outcomes Finish accepts.
+const (
+	OutcomeOK        Outcome = "ok"
+	OutcomeRetry     Outcome = "retry"
+	OutcomePermanent Outcome = "permanent"
+)
+
+// ParseOutcome checks that s names an Outcome.
+func ParseOutcome(s string) (Outcome, error) {
+	switch o := Outcome(s); o {
+	case OutcomeOK, OutcomeRetry, OutcomePermanent:
+		return o, nil
+	}
+	return "", fmt.Errorf("%w: outcome %q: want ok, retry or permanent", ErrInvalid, s)
+}
+
+// Errors callers test for. Each maps to one exit code in CONTRACT.md §6.
+var (
+	ErrInvalid        = errors.New("invalid value")
+	ErrMissing        = errors.New("database file missing")
+	ErrNotQueue       = errors.New("not a queue database")
+	ErrBusy           = errors.New("database busy")
+	ErrConflict       = errors.New("conflict: id already enqueued with another qty")
+	ErrNotFound       = errors.New("job not found")
+	ErrRedrivePending = errors.New("redrive refused: job is pending")
+	ErrRedriveLeased  = errors.New("redrive refused: job is leased")
+	ErrRedriveDone    = errors.New("redrive refused: job is done")
+)
+
+// Bounds on values, from CONTRACT.md §1.
+const (
+	MaxQty            = 1_000_000
+	MaxMaxAttempts    = 1000
+	MaxDeadlineWindow = 365 * 24 * 3600 * 1000
+	MaxLease          = 24 * 3600 * 1000
+	BackoffBase       = 1000  // ms
+	BackoffCap        = 60000 // ms
+)
+
+var (
+	idPattern   = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:-]{0,63}$`)
+	notePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:/#-]{0,63}$`)
+)
+
+// CheckID refuses anything but a bounded ASCII identifier, so ids are safe to
+// print in alerts and logs. Owners follow the same rule.
+func CheckID(what, id string) error {
+	if !idPattern.MatchString(id) {
+		return fmt.Errorf("%w: %s %q: want 1-64 characters of A-Z a-z 0-9 . _ : - starting with a letter or digit", ErrInvalid, what, id)
+	}
+	return nil
+}
+
+// CheckNote refuses notes that are not ticket-like identifiers, so raw error
+// text or personal data cannot land in the audit record by accident.
+func CheckNote(note string) error {
+	if !notePattern.MatchString(note) {
+		return fmt.Errorf("%w: note %q: want a ticket id of 1-64 characters of A-Z a-z 0-9 . _ : / # - starting with a letter or digit (no spaces, no free text)", ErrInvalid, note)
+	}
+	return nil
+}
+
+// firstErr returns the first failed check, so an error stays one line.
+func firstErr(errs ...error) error {
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func checkRange(what string, v, lo, hi int64) error {
+	if v < lo || v > hi {
+		return fmt.Errorf("%w: %s %d: want %d to %d", ErrInvalid, what, v, lo, hi)
+	}
+	return nil
+}
+
+// Backoff is the delay before attempt+1 after attempt failed: exponential
+// with a cap and "equal jitter" derived from the id and attempt, so that a
+// grader (or a learner with a pencil) can predict every value.
+//
+//	d = min(cap, base·2^(attempt-1)); delay = d/2 + FNV-1a-64("<id>:<attempt>") mod (d/2+1)
+func Backoff(id string, attempt int) int64 {
+	if attempt < 1 {
+		attempt = 1
+	}
+	d := int64(BackoffBase)
+	for i := 1; i < attempt && d < BackoffCap; i++ {
+		d *= 2
+	}
+	d = min(d, BackoffCap)
+	h := fnv.New64a()
+	h.Write([]byte(id + ":" + strconv.Itoa(attempt)))
+	half := d / 2
+	return half + int64(h.Sum64()%uint64(half+1))
+}
+
+// Job is one snack order and its delivery state. Times are ms since the epoch.
+type Job struct {
+	ID               string `json:"id"`
+	Qty              int64  `json:"qty"`
+	State            State  `json:"state"`
+	Reason           Reason `json:"reason"`   // "" unless Dead; null in JSON
+	Attempts         int64  `json:"attempts"` // grants since enqueue or the last redrive
+	MaxAttempts      int64  `json:"max_attempts"`
+	Token            int64  `json:"token"` // fencing token of the latest grant; never decreases
+	Owner            string `json:"owner"` // "" unless Leased; null in JSON
+	LeaseUntil       int64  `json:"lease_until"`
+	AvailableAt      int64  `json:"available_at"`
+	DeadlineAt       int64  `json:"deadline_at"`
+	DeadlineWindowMs int64  `json:"deadline_window_ms"`
+	CreatedAt        int64  `json:"created_at"`
+	UpdatedAt        int64  `json:"updated_at"` // for a dead job: when it died
+}
+
+// MarshalJSON writes unset reason, owner and lease_until as null, as the contract says.
+func (j Job) MarshalJSON() ([]byte, error) {
+	type plain Job
+	var out struct {
+		plain
+		Reason     *Reason `json:"reason"`
+		Owner      *string `json:"owner"`
+		LeaseUntil *int64  `json:"lease_until"`
+	}
+	out.plain = plain(j)
+	if j.Reason != "" {
+		out.Reason = &j.Reason
+	}
+	if j.State == Leased {
+		out.Owner, out.LeaseUntil = &j.Owner, &j.LeaseUntil
+	}
+	return json.Marshal(out)
+}
+
+// Redrive is the audit row of one redrive.
+type Redrive struct {
+	JobID      string `json:"job_id"`
+	PrevToken  int64  `json:"prev_token"`
+	PrevReason Reason `json:"prev_reason"`
+	AtMs       int64  `json:"at_ms"`
+	Note       string `json:"note"`
+}
+
+// Investigation is the audit row of one look at a job.
+type Investigation struct {
+	JobID string `json:"job_id"`
+	AtMs  int64  `json:"at_ms"`
+	Note  string `json:"note"`
+}
+
+// Options configure Open.
+type Options struct {
+	// Create makes the file and its schema when missing. Only `queuectl init`
+	// sets it: every other program refuses a missing file rather than
+	// silently starting an empty queue somewhere unexpected.
+	Create bool
+	// BusyTimeout is how long a statement waits for another process's lock
+	// before failing with ErrBusy. Zero means 5s.
+	BusyTimeout time.Duration
+}
+
+// Queue is an open queue file. It is safe for concurrent use; statements
+// run one at a time on a single connection.
+type Queue struct {
+	db   *sql.DB
+	path string
+}
+
+// Open opens the queue file at path, checks the connection settings and the
+// schema version, and refuses a file that is not a queue without writing to it.
+func Open(path string, opts Options) (*Queue, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	if _, err := os.Stat(abs); errors.Is(err, os.ErrNotExist) {
+		if !opts.Create {
+			return nil, fmt.Errorf("open %s: %w (create it with `queuectl init`)", path, ErrMissing)
+		}
+	} else if err != nil {
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	if opts.BusyTimeout <= 0 {
+		opts.BusyTimeout = 5 * time.Second
+	}
+	mode := "rw"
+	if opts.Create {
+		mode = "rwc"
+	}
+	// Connection settings in one place. journal_mode=DELETE is a rollback
+	// journal: each commit is one journal write, one db write and their
+	// fsyncs (synchronous=FULL), which suits short queue writes. _txlock makes
+	// every transaction BEGIN IMMEDIATE, taking the write lock up front so
+	// that a read-then-write can never be overtaken by another process.
+	dsn := "file:" + (&url.URL{Path: abs}).EscapedPath() + "?mode=" + mode +
+		"&_busy_timeout=" + strconv.FormatInt(opts.BusyTimeout.Milliseconds(), 10) +
+		"&_journal_mode=DELETE&_synchronous=FULL&_foreign_keys=1&_txlock=immediate"
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	db.SetMaxOpenConns(1)
+	q := &Queue{db: db, path: path}
+	if err := q.check(opts.Create); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	return q, nil
+}
+
+// check reads back the pragmas and the schema version, creating the schema
+// in a fresh file when allowed.
+func (q *Queue) check(create bool) error {
+	ctx := context.Background()
+	var mode string
+	if err := q.db.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil {
+		return classify(err)
+	}
+	if mode != "delete" {
+		return fmt.Errorf("%w: journal_mode is %q, want delete", ErrNotQueue, mode)
+	}
+	var syncMode int
+	if err := q.db.QueryRowContext(ctx, "PRAGMA synchronous").Scan(&syncMode); err != nil {
+		return classify(err)
+	}
+	if syncMode != 2 {
+		return fmt.Errorf("synchronous is %d, want 2 (FULL)", syncMode)
+	}
+	var version, tables int
+	if err := q.db.QueryRowContext(ctx, "PRAGMA user_version").Scan(&version); err != nil {
+		return classify(err)
+	}
+	if err := q.db.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_schema").Scan(&tables); err != nil {
+		return classify(err)
+	}
+	switch {
+	case version == SchemaVersion:
+		return nil
+	case version == 0 && tables == 0 && create:
+		tx, err := q.db.BeginTx(ctx, nil)
+		if err != nil {
+			return classify(err)
+		}
+		defer tx.Rollback()
+		if _, err := tx.ExecContext(ctx, schemaSQL); err != nil {
+			return fmt.Errorf("create schema: %w", classify(err))
+		}
+		return classify(tx.Commit())
+	case version == 0 && tables == 0:
+		return fmt.Errorf("%w: empty database without the queue schema (run `queuectl init`)", ErrNotQueue)
+	default:
+		return fmt.Errorf("%w: schema version %d, want %d", ErrNotQueue, version, SchemaVersion)
+	}
+}
+
+// classify turns SQLite result codes into the sentinels callers test for.
+func classify(err error) error {
+	var se *sqlite.Error
+	if err == nil || !errors.As(err, &se) {
+		return err
+	}
+	switch se.Code() & 0xff {
+	case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED:
+		return fmt.Errorf("%w: %v", ErrBusy, err)
+	case sqlite3.SQLITE_NOTADB, sqlite3.SQLITE_CORRUPT:
+		return fmt.Errorf("%w: %v", ErrNotQueue, err)
+	}
+	return err
+}
+
+// Close closes the file.
+func (q *Queue) Close() error { return q.db.Close() }
+
+// JournalMode reads the journal mode back, so labs can show it is a rollback journal.
+func (q *Queue) JournalMode(ctx context.Context) (string, error) {
+	var mode string
+	err := q.db.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode)
+	return mode, classify(err)
+}
+
+const jobCols = `id, qty, state, coalesce(reason, ''), attempts, max_attempts, token,
+	coalesce(owner, ''), coalesce(lease_until, 0), available_at, deadline_at,
+	deadline_window_ms, created_at, updated_at`
+
+type scanner interface{ Scan(...any) error }
+
+func scanJob(s scanner) (Job, error) {
+	var j Job
+	err := s.Scan(&j.ID, &j.Qty, &j.State, &j.Reason, &j.Attempts, &j.MaxAttempts, &j.Token,
+		&j.Owner, &j.LeaseUntil, &j.AvailableAt, &j.DeadlineAt, &j.DeadlineWindowMs,
+		&j.CreatedAt, &j.UpdatedAt)
+	return j, err
+}
+
+// NewJob is what Enqueue accepts.
+type NewJob struct {
+	ID               string
+	Qty              int64
+	MaxAttempts      int64
+	DeadlineWindowMs int64 // the deadline is now + this, and again at each redrive
+}
+
+// Enqueue durably accepts a job: it returns only after the commit. Enqueuing
+// the same id and qty again changes nothing and reports duplicate; the same id
+// with another qty is ErrConflict.
+func (q *Queue) Enqueue(ctx context.Context, nj NewJob, now int64) (job Job, duplicate bool, err error) {
+	if err := firstErr(CheckID("id", nj.ID), checkRange("qty", nj.Qty, 1, MaxQty),
+		checkRange("max attempts", nj.MaxAttempts, 1, MaxMaxAttempts),
+		checkRange("deadline window ms", nj.DeadlineWindowMs, 1, MaxDeadlineWindow),
+		checkRange("now ms", now, 0, 1<<62)); err != nil {
+		return Job{}, false, err
+	}
+	// One statement: the insert either happens or, for an existing id, does
+	// nothing. Rows are never deleted and qty never changes, so the read that
+	// follows a no-op insert sees the row that blocked it.
+	row := q.db.QueryRowContext(ctx, `INSERT INTO jobs
+		(id, qty, max_attempts, available_at, deadline_at, deadline_window_ms, created_at, updated_at)
+		VALUES (?1, ?2, ?3, ?4, ?4 + ?5, ?5, ?4, ?4)
+		ON CONFLICT (id) DO NOTHING
+		RETURNING `+jobCols, nj.ID, nj.Qty, nj.MaxAttempts, now, nj.DeadlineWindowMs)
+	job, err = scanJob(row)
+	if err == nil {
+		return job, false, nil
+	}
+	if !errors.Is(err, sql.ErrNoRows) {
+		return Job{}, false, fmt.Errorf("enqueue %s: %w", nj.ID, classify(err))
+	}
+	job, err = q.Get(ctx, nj.ID)
+	if err != nil {
+		return Job{}, false, fmt.Errorf("enqueue %s: %w", nj.ID, err)
+	}
+	if job.Qty != nj.Qty {
+		return job, false, fmt.Errorf("enqueue %s with qty %d: %w %d", nj.ID, nj.Qty, ErrConflict, job.Qty)
+	}
+	return job, true, nil
+}
+
+// Get reads one job.
+func (q *Queue) Get(ctx context.Context, id string) (Job, error) {
+	job, err := scanJob(q.db.QueryRowContext(ctx, `SELECT `+jobCols+` FROM jobs WHERE id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return Job{}, fmt.Errorf("%w: %q", ErrNotFound, id)
+	}
+	if err != nil {
+		return Job{}, fmt.Errorf("get %s: %w", id, classify(err))
+	}
+	return job, nil
+}
+
+// Claim grants one due job to owner until now+leaseMs, counting the attempt
+// and bumping the fencing token by exactly one. It reports ok=false when
+// nothing is claimable. A lease whose holder vanished is expired at
+// lease_until itself; if that holder used the last attempt or the deadline
+// has passed, the job is quarantined here instead of handed out again.
+func (q *Queue) Claim(ctx context.Context, owner string, now, leaseMs int64) (job Job, ok bool, err error) {
+	if err := firstErr(CheckID("owner", owner), checkRange("lease ms", leaseMs, 1, MaxLease),
+		checkRange("now ms", now, 0, 1<<62)); err != nil {
+		return Job{}, false, err
+	}
+	tx, err := q.db.BeginTx(ctx, nil)
+	if err != nil {
+		return Job{}, false, fmt.Errorf("claim: %w", classify(err))
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, `UPDATE jobs SET state = 'dead',
+		reason = CASE WHEN state = 'leased' AND attempts >= max_attempts THEN 'exhausted' ELSE 'deadline' END,
+		owner = NULL, lease_until = NULL, updated_at = ?1
+		WHERE (state = 'leased' AND lease_until <= ?1 AND (attempts >= max_attempts OR deadline_at <= ?1))
+		   OR (state = 'pending' AND available_at <= ?1 AND deadline_at <= ?1)`, now); err != nil {
+		return Job{}, false, fmt.Errorf("claim: quarantine spent jobs: %w", classify(err))
+	}
+	job, err = scanJob(tx.QueryRowContext(ctx, `UPDATE jobs SET state = 'leased',
+		owner = ?2, lease_until = ?1 + ?3, attempts = attempts + 1, token = token + 1, updated_at = ?1
+		WHERE id = (SELECT id FROM jobs
+		            WHERE (state = 'pending' AND available_at <= ?1) OR (state = 'leased' AND lease_until <= ?1)
+		            ORDER BY available_at, id LIMIT 1)
+		RETURNING `+jobCols, now, owner, leaseMs))
+	if errors.Is(err, sql.ErrNoRows) {
+		// Commit anyway: quarantining spent jobs is progress worth keeping.
+		return Job{}, false, classify(tx.Commit())
+	}
+	if err != nil {
+		return Job{}, false, fmt.Errorf("claim: %w", classify(err))
+	}
+	if err := tx.Commit(); err != nil {
+		return Job{}, false, fmt.Errorf("claim: commit: %w", classify(err))
+	}
+	return job, true, nil
+}
+
+// Finish records the outcome of the grant with this token. It applies only
+// while the job is leased under exactly this token; otherwise it reports
+// applied=false and writes nothing, so a holder that lost its lease can never
+// overwrite the work of the one that reclaimed it. The returned job is the
+// state after the call (zero if the id is unknown).
+func (q *Queue) Finish(ctx context.Context, id string, token int64, outcome Outcome, now int64) (job Job, applied bool, err error) {
+	if _, err := ParseOutcome(string(outcome)); err != nil {
+		return Job{}, false, err
+	}
+	if err := firstErr(CheckID("id", id), checkRange("token", token, 0, 1<<62),
+		checkRange("now ms", now, 0, 1<<62)); err != nil {
+		return Job{}, false, err
+	}
+	tx, err := q.db.BeginTx(ctx, nil)
+	if err != nil {
+		return Job{}, false, fmt.Errorf("finish %s: %w", id, classify(err))
+	}
+	defer tx.Rollback()
+	job, err = scanJob(tx.QueryRowContext(ctx, `SELECT `+jobCols+` FROM jobs WHERE id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return Job{}, false, nil
+	}
+	if err != nil {
+		return Job{}, false, fmt.Errorf("finish %s: %w", id, classify(err))
+	}
+	if job.State != Leased || job.Token != token {
+		return job, false, nil
+	}
+	state, reason, availableAt := Done, Reason(""), job.AvailableAt
+	switch outcome {
+	case OutcomePermanent:
+		state, reason = Dead, ReasonPermanent
+	case OutcomeRetry:
+		next := now + Backoff(job.ID, int(job.Attempts))
+		switch {
+		case job.Attempts >= job.MaxAttempts:
+			state, reason = Dead, ReasonExhausted
+		case next >= job.DeadlineAt:
+			state, reason = Dead, ReasonDeadline
+		default:
+			state, availableAt = Pending, next
+		}
+	}
+	job, err = scanJob(tx.QueryRowContext(ctx, `UPDATE jobs SET state = ?3, reason = nullif(?4, ''),
+		available_at = ?5, owner = NULL, lease_until = NULL, updated_at = ?6
+		WHERE id = ?1 AND state = 'leased' AND token = ?2
+		RETURNING `+jobCols, id, token, state, reason, availableAt, now))
+	if err != nil {
+		return Job{}, false, fmt.Errorf("finish %s: %w", id, classify(err))
+	}
+	if err := tx.Commit(); err != nil {
+		return Job{}, false, fmt.Errorf("finish %s: commit: %w", id, classify(err))
+	}
+	return job, true, nil
+}
+
+// Redrive brings a dead job back as pending with a fresh attempt budget and
+// deadline, writing its audit row in the same transaction. The token is kept:
+// the next claim grants token+1, so a completion from before the redrive
+// remains stale. Only dead jobs can be redriven.
+func (q *Queue) Redrive(ctx context.Context, id, note string, now int64) (Job, Redrive, error) {
+	if err := firstErr(CheckID("id", id), CheckNote(note), checkRange("now ms", now, 0, 1<<62)); err != nil {
+		return Job{}, Redrive{}, err
+	}
+	tx, err := q.db.BeginTx(ctx, nil)
+	if err != nil {
+		return Job{}, Redrive{}, fmt.Errorf("redrive %s: %w", id, classify(err))
+	}
+	defer tx.Rollback()
+	job, err := scanJob(tx.QueryRowContext(ctx, `SELECT `+jobCols+` FROM jobs WHERE id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return Job{}, Redrive{}, fmt.Errorf("redrive: %w: %q", ErrNotFound, id)
+	}
+	if err != nil {
+		return Job{}, Redrive{}, fmt.Errorf("redrive %s: %w", id, classify(err))
+	}
+	switch job.State {
+	case Pending:
+		return job, Redrive{}, fmt.Errorf("redrive %s: %w", id, ErrRedrivePending)
+	case Leased:
+		return job, Redrive{}, fmt.Errorf("redrive %s: %w", id, ErrRedriveLeased)
+	case Done:
+		return job, Redrive{}, fmt.Errorf("redrive %s: %w", id, ErrRedriveDone)
+	}
+	rd := Redrive{JobID: id, PrevToken: job.Token, PrevReason: job.Reason, AtMs: now, Note: note}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO redrives (job_id, prev_token, prev_reason, at_ms, note)
+		VALUES (?, ?, ?, ?, ?)`, rd.JobID, rd.PrevToken, rd.PrevReason, rd.AtMs, rd.Note); err != nil {
+		return Job{}, Redrive{}, fmt.Errorf("redrive %s: audit: %w", id, classify(err))
+	}
+	job, err = scanJob(tx.QueryRowContext(ctx, `UPDATE jobs SET state = 'pending', reason = NULL,
+		attempts = 0, available_at = ?2, deadline_at = ?2 + deadline_window_ms, updated_at = ?2
+		WHERE id = ?1 AND state = 'dead'
+		RETURNING `+jobCols, id, now))
+	if err != nil {
+		return Job{}, Redrive{}, fmt.Errorf("redrive %s: %w", id, classify(err))
+	}
+	if err := tx.Commit(); err != nil {
+		return Job{}, Redrive{}, fmt.Errorf("redrive %s: commit: %w", id, classify(err))
+	}
+	return job, rd, nil
+}
+
+// Investigate records that a person looked at a job, pointing at their ticket.
+// It never changes the job: looking is not fixing.
+func (q *Queue) Investigate(ctx context.Context, id, note string, now int64) (Investigation, error) {
+	if err := firstErr(CheckID("id", id), CheckNote(note), checkRange("now ms", now, 0, 1<<62)); err != nil {
+		return Investigation{}, err
+	}
+	res, err := q.db.ExecContext(ctx, `INSERT INTO investigations (job_id, at_ms, note)
+		SELECT id, ?2, ?3 FROM jobs WHERE id = ?1`, id, now, note)
+	if err != nil {
+		return Investigation{}, fmt.Errorf("investigate %s: %w", id, classify(err))
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return Investigation{}, fmt.Errorf("investigate: %w: %q", ErrNotFound, id)
+	}
+	return Investigation{JobID: id, AtMs: now, Note: note}, nil
+}
+
+// History is a job with its audit trail.
+type History struct {
+	Job            Job             `json:"job"`
+	Redrives       []Redrive       `json:"redrives"`
+	Investigations []Investigation `json:"investigations"`
+}
+
+// Show reads a job and every redrive and investigation of it, oldest first.
+func (q *Queue) Show(ctx context.Context, id string) (History, error) {
+	job, err := q.Get(ctx, id)
+	if err != nil {
+		return History{}, err
+	}
+	h := History{Job: job, Redrives: []Redrive{}, Investigations: []Investigation{}}
+	rows, err := q.db.QueryContext(ctx, `SELECT job_id, prev_token, prev_reason, at_ms, note
+		FROM redrives WHERE job_id = ? ORDER BY seq`, id)
+	if err != nil {
+		return History{}, fmt.Errorf("show %s: %w", id, classify(err))
+	}
+	for rows.Next() {
+		var r Redrive
+		if err := rows.Scan(&r.JobID, &r.PrevToken, &r.PrevReason, &r.AtMs, &r.Note); err != nil {
+			rows.Close()
+			return History{}, fmt.Errorf("show %s: %w", id, err)
+		}
+		h.Redrives = append(h.Redrives, r)
+	}
+	if err := rows.Close(); err != nil {
+		return History{}, fmt.Errorf("show %s: %w", id, err)
+	}
+	rows, err = q.db.QueryContext(ctx, `SELECT job_id, at_ms, note FROM investigations
+		WHERE job_id = ? ORDER BY seq`, id)
+	if err != nil {
+		return History{}, fmt.Errorf("show %s: %w", id, classify(err))
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var i Investigation
+		if err := rows.Scan(&i.JobID, &i.AtMs, &i.Note); err != nil {
+			return History{}, fmt.Errorf("show %s: %w", id, err)
+		}
+		h.Investigations = append(h.Investigations, i)
+	}
+	return h, rows.Err()
+}
+
+// Stats is what an operator needs to see that the quarantine is looked after.
+type Stats struct {
+	Counts       map[State]int64  `json:"counts"`
+	DeadByReason map[Reason]int64 `json:"dead_by_reason"`
+	// OldestDead is the job quarantined longest ago, nil when none is dead.
+	OldestDead *Job `json:"oldest_dead"`
+	// LastInvestigationMs is the latest investigation, 0 when none.
+	LastInvestigationMs int64 `json:"last_investigation_at"`
+	Investigations      int64 `json:"investigations"`
+	// Redriven counts jobs ever redriven by their state now.
+	Redriven map[State]int64 `json:"redriven"`
+	Redrives int64           `json:"redrives"`
+}
+
+// Stats counts jobs by state, dead jobs by reason, and what became of redrives,
+// in one read transaction so the figures agree with each other.
+func (q *Queue) Stats(ctx context.Context) (Stats, error) {
+	s := Stats{Counts: map[State]int64{}, DeadByReason: map[Reason]int64{}, Redriven: map[State]int64{}}
+	for _, st := range States() {
+		s.Counts[st], s.Redriven[st] = 0, 0
+	}
+	for _, r := range Reasons() {
+		s.DeadByReason[r] = 0
+	}
+	tx, err := q.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return Stats{}, fmt.Errorf("stats: %w", classify(err))
+	}
+	defer tx.Rollback()
+	count := func(query string, add func(key string, n int64)) error {
+		rows, err := tx.QueryContext(ctx, query)
+		if err != nil {
+			return classify(err)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var k string
+			var n int64
+			if err := rows.Scan(&k, &n); err != nil {
+				return err
+			}
+			add(k, n)
+		}
+		return rows.Err()
+	}
+	if err := errors.Join(
+		count(`SELECT state, count(*) FROM jobs GROUP BY state`, func(k string, n int64) { s.Counts[State(k)] = n }),
+		count(`SELECT reason, count(*) FROM jobs WHERE state = 'dead' GROUP BY reason`, func(k string, n int64) { s.DeadByReason[Reason(k)] = n }),
+		count(`SELECT state, count(*) FROM jobs WHERE id IN (SELECT job_id FROM redrives) GROUP BY state`, func(k string, n int64) { s.Redriven[State(k)] = n }),
+	); err != nil {
+		return Stats{}, fmt.Errorf("stats: %w", err)
+	}
+	if err := tx.QueryRowContext(ctx, `SELECT count(*), coalesce(max(at_ms), 0) FROM investigations`).
+		Scan(&s.Investigations, &s.LastInvestigationMs); err != nil {
+		return Stats{}, fmt.Errorf("stats: %w", classify(err))
+	}
+	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM redrives`).Scan(&s.Redrives); err != nil {
+		return Stats{}, fmt.Errorf("stats: %w", classify(err))
+	}
+	oldest, err := scanJob(tx.QueryRowContext(ctx, `SELECT `+jobCols+` FROM jobs WHERE state = 'dead'
+		ORDER BY updated_at, id LIMIT 1`))
+	switch {
+	case err == nil:
+		s.OldestDead = &oldest
+	case !errors.Is(err, sql.ErrNoRows):
+		return Stats{}, fmt.Errorf("stats: %w", classify(err))
+	}
+	return s, nil
+}
+
+// ListDead lists quarantined jobs, oldest first: all of them, or those with
+// reason (when not "") that died at or before diedAtOrBefore (when > 0).
+func (q *Queue) ListDead(ctx context.Context, reason Reason, diedAtOrBefore int64) ([]Job, error) {
+	rows, err := q.db.QueryContext(ctx, `SELECT `+jobCols+` FROM jobs WHERE state = 'dead'
+		AND (?1 = '' OR reason = ?1) AND (?2 <= 0 OR updated_at <= ?2)
+		ORDER BY updated_at, id`, string(reason), diedAtOrBefore)
+	if err != nil {
+		return nil, fmt.Errorf("list dead: %w", classify(err))
+	}
+	defer rows.Close()
+	jobs := []Job{}
+	for rows.Next() {
+		j, err := scanJob(rows)
+		if err != nil {
+			return nil, fmt.Errorf("list dead: %w", err)
+		}
+		jobs = append(jobs, j)
+	}
+	return jobs, rows.Err()
+}
