@@ -444,13 +444,17 @@ func (q *Queue) Claim(ctx context.Context, owner string, now, leaseMs int64) (jo
 		reason = CASE WHEN state = 'leased' AND attempts >= max_attempts THEN 'exhausted' ELSE 'deadline' END,
 		owner = NULL, lease_until = NULL, updated_at = ?1
 		WHERE (state = 'leased' AND lease_until <= ?1 AND (attempts >= max_attempts OR deadline_at <= ?1))
-		   OR (state = 'pending' AND available_at <= ?1 AND deadline_at <= ?1)`, now); err != nil {
+		   OR (state = 'pending' AND deadline_at <= ?1)`, now); err != nil {
 		return Job{}, false, fmt.Errorf("claim: quarantine spent jobs: %w", classify(err))
 	}
 	job, err = scanJob(tx.QueryRowContext(ctx, `UPDATE jobs SET state = 'leased',
 		owner = ?2, lease_until = ?1 + ?3, attempts = attempts + 1, token = token + 1, updated_at = ?1
-		WHERE id = (SELECT id FROM jobs
-		            WHERE (state = 'pending' AND available_at <= ?1) OR (state = 'leased' AND lease_until <= ?1)
+		WHERE id = (SELECT id FROM (
+		              SELECT * FROM (SELECT id, available_at FROM jobs WHERE state = 'pending' AND available_at <= ?1
+		                             ORDER BY available_at, id LIMIT 1)
+		              UNION ALL
+		              SELECT * FROM (SELECT id, available_at FROM jobs WHERE state = 'leased' AND lease_until <= ?1
+		                             ORDER BY available_at, id LIMIT 1))
 		            ORDER BY available_at, id LIMIT 1)
 		RETURNING `+jobCols, now, owner, leaseMs))
 	if errors.Is(err, sql.ErrNoRows) {

@@ -30,6 +30,9 @@ CREATE TABLE jobs (
 -- Serves the claim: the oldest due job first.
 CREATE INDEX jobs_claim ON jobs (state, available_at, id);
 CREATE INDEX jobs_lease ON jobs (state, lease_until) WHERE state = 'leased';
+-- Serves the claim's sweep of jobs past their deadline (a pending job always
+-- has available_at < deadline_at, so deadline_at <= now implies it is due).
+CREATE INDEX jobs_deadline ON jobs (state, deadline_at);
 
 -- One row per redrive, written in the same transaction as the job's change.
 CREATE TABLE redrives (
