@@ -103,20 +103,7 @@ func init() {
 			}
 		}}
 
-	verbs["redrive"] = verb{summary: "send one dead job back with a fresh budget", needsDB: true, required: []string{"id", "note"},
-		setup: func(fs *flag.FlagSet) func(context.Context, *env) error {
-			id := fs.String("id", "", "order id (required)")
-			note := fs.String("note", "", "ticket id of the diagnosis or fix (required)")
-			return func(ctx context.Context, e *env) error {
-				job, rd, err := e.q.Redrive(ctx, *id, *note, e.now)
-				if err != nil {
-					return err
-				}
-				return e.out(map[string]any{"job": job, "redrive": rd}, func(w io.Writer) {
-					fmt.Fprintf(w, "%s redriven (was %s, token stays %d), note %s\n", job.ID, rd.PrevReason, job.Token, rd.Note)
-				})
-			}
-		}}
+	// "redrive" (single and bulk) is registered in ops.go.
 
 	verbs["investigate"] = verb{summary: "record that someone looked at a job", needsDB: true, required: []string{"id", "note"},
 		setup: func(fs *flag.FlagSet) func(context.Context, *env) error {
@@ -176,23 +163,7 @@ func init() {
 			}
 		}}
 
-	verbs["stats"] = verb{summary: "counts by state, dead by reason, oldest dead, redrive results", needsDB: true,
-		setup: func(fs *flag.FlagSet) func(context.Context, *env) error {
-			return func(ctx context.Context, e *env) error {
-				s, err := e.q.Stats(ctx)
-				if err != nil {
-					return err
-				}
-				return e.out(s, func(w io.Writer) {
-					for _, st := range queue.States() {
-						fmt.Fprintf(w, "%-8s %d\n", st, s.Counts[st])
-					}
-					for _, r := range queue.Reasons() {
-						fmt.Fprintf(w, "dead/%-10s %d\n", r, s.DeadByReason[r])
-					}
-				})
-			}
-		}}
+	// "stats", "dead", "alerts" and "serve" are registered in ops.go.
 }
 
 func reasonSuffix(j queue.Job) string {

@@ -1,0 +1,423 @@
+package ops_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"snacklab/internal/ops"
+	"snacklab/internal/ops/opstest"
+	"snacklab/queue"
+)
+
+// fakeClock only moves when someone sleeps on it, so pacing is measured
+// exactly and the test never waits.
+type fakeClock struct {
+	mu     sync.Mutex
+	now    time.Time
+	sleeps []time.Duration
+}
+
+func newFakeClock() *fakeClock { return &fakeClock{now: time.UnixMilli(1_000_000)} }
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) Sleep(ctx context.Context, d time.Duration) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+	c.sleeps = append(c.sleeps, d)
+	return nil
+}
+
+// noPace lets every job go at once, for tests about correctness, not pace.
+type noPace struct{}
+
+func (noPace) Wait(ctx context.Context) error { return ctx.Err() }
+
+// waitHook runs fn before the nth Wait (1-based) and then waits on next.
+type waitHook struct {
+	mu   sync.Mutex
+	n    int
+	at   map[int]func()
+	next ops.Waiter
+}
+
+func (w *waitHook) Wait(ctx context.Context) error {
+	w.mu.Lock()
+	w.n++
+	fn := w.at[w.n]
+	w.mu.Unlock()
+	if fn != nil {
+		fn()
+	}
+	return w.next.Wait(ctx)
+}
+
+// stepHook calls fn on every step, then forwards nothing.
+type stepHook struct{ fn func(ops.Step) }
+
+func (s stepHook) Step(st ops.Step)   { s.fn(st) }
+func (s stepHook) End(ops.BulkResult) {}
+
+func history(t *testing.T, q *queue.Queue, id string) queue.History {
+	t.Helper()
+	h, err := q.Show(context.Background(), id)
+	if err != nil {
+		t.Fatalf("show %s: %v", id, err)
+	}
+	return h
+}
+
+// checkAtomic asserts that every job is either redriven with exactly one
+// audit row under note or still dead with none, and that redriven lists
+// exactly the former.
+func checkAtomic(t *testing.T, q *queue.Queue, ids, redriven []string, note string) {
+	t.Helper()
+	for _, id := range ids {
+		h := history(t, q, id)
+		switch {
+		case h.Job.State == queue.Pending && len(h.Redrives) == 1 && h.Redrives[0].Note == note:
+			if !slices.Contains(redriven, id) {
+				t.Errorf("%s was redriven but the result does not say so", id)
+			}
+		case h.Job.State == queue.Dead && len(h.Redrives) == 0:
+			if slices.Contains(redriven, id) {
+				t.Errorf("%s is reported redriven but is still dead", id)
+			}
+		default:
+			t.Errorf("%s: state %s with %d audit rows: want pending with 1 or dead with 0", id, h.Job.State, len(h.Redrives))
+		}
+	}
+}
+
+// TestBulkRedriveRateNeverExceeded paces 60 redrives on an injected clock and
+// reads the pace back from the audit rows: no two redrives are closer than
+// 1/rate, so no window of any length holds more than the rate allows.
+func TestBulkRedriveRateNeverExceeded(t *testing.T) {
+	for _, perSecond := range []float64{20, 8, 1000, 0.5} {
+		t.Run(strings.TrimRight(strings.TrimRight(time.Duration(float64(time.Second)/perSecond).String(), "0"), "."), func(t *testing.T) {
+			const n = 60
+			q, _ := opstest.NewFile(t)
+			all := opstest.DeadBatch(t, q, "job", n, 1000)
+			clock := newFakeClock()
+			var stamps []time.Time
+			b := ops.BulkRedrive{Reason: queue.ReasonExhausted, Note: "INC-9", Pace: ops.NewPacer(perSecond, clock),
+				NowMs: func() int64 {
+					now := clock.Now()
+					stamps = append(stamps, now)
+					return now.UnixMilli()
+				}}
+			res, err := b.Run(context.Background(), q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, want := len(res.Redriven), n; got != want {
+				t.Fatalf("redriven %d, want %d", got, want)
+			}
+			checkAtomic(t, q, all, res.Redriven, "INC-9")
+			gap := time.Duration(float64(time.Second) / perSecond)
+			for i := 1; i < len(stamps); i++ {
+				if d := stamps[i].Sub(stamps[i-1]); d < gap {
+					t.Fatalf("redrives %d and %d are %s apart, want >= %s", i-1, i, d, gap)
+				}
+			}
+			// The audit rows, in ms, tell the same story.
+			var at []int64
+			for _, id := range all {
+				at = append(at, history(t, q, id).Redrives[0].AtMs)
+			}
+			sort.Slice(at, func(i, j int) bool { return at[i] < at[j] })
+			span := time.Duration(at[n-1]-at[0]) * time.Millisecond
+			if minSpan := time.Duration(n-1) * gap; span < minSpan.Truncate(time.Millisecond) {
+				t.Fatalf("%d redrives in %s, want >= %s", n, span, minSpan)
+			}
+			if observed := float64(n-1) / span.Seconds(); observed > perSecond {
+				t.Fatalf("observed %.3f/s, limit %v/s", observed, perSecond)
+			}
+			t.Logf("rate %v/s: %d redrives over %s of injected time, observed %.3f/s; %d sleeps",
+				perSecond, n, span, float64(n-1)/span.Seconds(), len(clock.sleeps))
+		})
+	}
+}
+
+// TestBulkRedriveRealClockBound runs the real limiter on the wall clock and
+// checks only a lower bound on the elapsed time, which the token bucket
+// guarantees however slow the machine is: it cannot flake.
+func TestBulkRedriveRealClockBound(t *testing.T) {
+	const n, perSecond = 50, 500.0
+	q, _ := opstest.NewFile(t)
+	opstest.DeadBatch(t, q, "job", n, 1000)
+	var starts []time.Time
+	start := time.Now()
+	res, err := ops.BulkRedrive{Reason: queue.ReasonExhausted, Note: "INC-9", Pace: ops.NewPacer(perSecond, nil),
+		NowMs: func() int64 { starts = append(starts, time.Now()); return 5000 }}.Run(context.Background(), q)
+	elapsed := time.Since(start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := len(res.Redriven), n; got != want {
+		t.Fatalf("redriven %d, want %d", got, want)
+	}
+	if min := time.Duration(float64(n-1) / perSecond * float64(time.Second)); elapsed < min {
+		t.Fatalf("%d redrives at %v/s took %s, the limiter allows no less than %s", n, perSecond, elapsed, min)
+	}
+	t.Logf("configured %v/s; observed %.1f/s between first and last redrive (%s for %d jobs)",
+		perSecond, float64(n-1)/starts[n-1].Sub(starts[0]).Seconds(), elapsed, n)
+}
+
+// TestBulkRedriveInterrupted cancels mid-way, in the wait and between jobs:
+// nothing is lost, nothing is written twice, and a re-run finishes the rest.
+func TestBulkRedriveInterrupted(t *testing.T) {
+	const n = 50
+	for _, c := range []struct {
+		name  string
+		setup func(cancel context.CancelFunc, b *ops.BulkRedrive)
+		want  int // redriven before the stop
+	}{
+		{"cancelled during the 20th wait", func(cancel context.CancelFunc, b *ops.BulkRedrive) {
+			b.Pace = &waitHook{at: map[int]func(){20: cancel}, next: ops.NewPacer(10, newFakeClock())}
+		}, 19},
+		{"cancelled right after the 7th redrive", func(cancel context.CancelFunc, b *ops.BulkRedrive) {
+			b.Progress = stepHook{func(s ops.Step) {
+				if s.N == 7 {
+					cancel()
+				}
+			}}
+		}, 7},
+		{"cancelled before the first", func(cancel context.CancelFunc, b *ops.BulkRedrive) { cancel() }, 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			q, _ := opstest.NewFile(t)
+			all := opstest.DeadBatch(t, q, "job", n, 1000)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			b := ops.BulkRedrive{Reason: queue.ReasonExhausted, Note: "INC-1", Pace: noPace{}, NowMs: func() int64 { return 9000 }}
+			c.setup(cancel, &b)
+			res, err := b.Run(ctx, q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !res.Interrupted {
+				t.Fatal("result does not say interrupted")
+			}
+			if got, want := len(res.Redriven), c.want; got != want {
+				t.Fatalf("redriven %d, want %d", got, want)
+			}
+			if got, want := res.NotAttempted, n-c.want; got != want {
+				t.Fatalf("not attempted %d, want %d", got, want)
+			}
+			checkAtomic(t, q, all, res.Redriven, "INC-1")
+
+			again, err := ops.BulkRedrive{Reason: queue.ReasonExhausted, Note: "INC-1", Pace: noPace{}}.Run(context.Background(), q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, want := len(again.Redriven), n-c.want; got != want {
+				t.Fatalf("re-run redrove %d, want %d", got, want)
+			}
+			checkAtomic(t, q, all, append(res.Redriven, again.Redriven...), "INC-1")
+		})
+	}
+}
+
+// TestBulkRedriveSkipsWhatOthersRedrove: a job redriven by someone else,
+// before the run reaches it or during its wait, is skipped, not an error.
+func TestBulkRedriveSkipsWhatOthersRedrove(t *testing.T) {
+	q, path := opstest.NewFile(t)
+	all := opstest.DeadBatch(t, q, "job", 10, 1000)
+	other, err := queue.Open(path, queue.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	byOther := func(id string) func() {
+		return func() {
+			if _, _, err := other.Redrive(context.Background(), id, "OTHER-1", 8000); err != nil {
+				t.Errorf("other redrive %s: %v", id, err)
+			}
+		}
+	}
+	// Before the 3rd wait, someone redrives the 3rd job (the one being
+	// waited for) and the 8th (which the run has not read yet).
+	pace := &waitHook{at: map[int]func(){3: func() { byOther(all[2])(); byOther(all[7])() }}, next: noPace{}}
+	res, err := ops.BulkRedrive{Reason: queue.ReasonExhausted, Note: "INC-2", Pace: pace}.Run(context.Background(), q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var skipped []string
+	for _, s := range res.Skipped {
+		skipped = append(skipped, s.ID)
+		if s.State != queue.Pending {
+			t.Errorf("skip %s: state %s, want pending", s.ID, s.State)
+		}
+	}
+	if want := []string{all[2], all[7]}; !slices.Equal(skipped, want) {
+		t.Fatalf("skipped %v, want %v", skipped, want)
+	}
+	if got, want := len(res.Redriven), 8; got != want {
+		t.Fatalf("redriven %d, want %d", got, want)
+	}
+	if got, want := pace.n, 9; got != want {
+		t.Fatalf("waits %d, want %d (no token spent on a job already skipped at read)", got, want)
+	}
+	for _, id := range all {
+		if got, want := len(history(t, q, id).Redrives), 1; got != want {
+			t.Errorf("%s: %d audit rows, want %d", id, got, want)
+		}
+	}
+}
+
+// TestBulkRedriveConcurrentRuns: two operators running the same bulk redrive
+// on the same file at once never redrive a job twice.
+func TestBulkRedriveConcurrentRuns(t *testing.T) {
+	const n = 40
+	q, path := opstest.NewFile(t)
+	all := opstest.DeadBatch(t, q, "job", n, 1000)
+	other, err := queue.Open(path, queue.Options{BusyTimeout: 30 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	var wg sync.WaitGroup
+	results := make([]ops.BulkResult, 2)
+	errs := make([]error, 2)
+	for i, h := range []*queue.Queue{q, other} {
+		wg.Go(func() {
+			results[i], errs[i] = ops.BulkRedrive{Reason: queue.ReasonExhausted, Note: "INC-3", Pace: noPace{}}.Run(context.Background(), h)
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+	both := append(slices.Clone(results[0].Redriven), results[1].Redriven...)
+	if got, want := len(both), n; got != want {
+		t.Fatalf("redriven %d in all, want %d", got, want)
+	}
+	if got, want := len(results[0].Skipped)+len(results[1].Skipped), n; got != want {
+		t.Fatalf("skipped %d in all, want %d", got, want)
+	}
+	checkAtomic(t, q, all, both, "INC-3")
+}
+
+func TestBulkRedriveLimitAndDryRun(t *testing.T) {
+	q, _ := opstest.Known(t)
+	dry, err := ops.BulkRedrive{Reason: queue.ReasonExhausted, Note: "INC-4", DryRun: true}.Run(context.Background(), q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := dry.WouldRedrive, []string{"exh-1", "exh-2", "rd-dead"}; !slices.Equal(got, want) {
+		t.Fatalf("dry run would redrive %v, want %v", got, want)
+	}
+	if got := collect(t, q, opstest.Now); got.Redrives != opstest.Redrives || got.Counts[queue.Dead] != opstest.Dead {
+		t.Fatalf("dry run changed the queue: %d redrives, %d dead", got.Redrives, got.Counts[queue.Dead])
+	}
+	res, err := ops.BulkRedrive{Reason: queue.ReasonExhausted, Note: "INC-4", Limit: 2, Pace: noPace{}}.Run(context.Background(), q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := res.Redriven, []string{"exh-1", "exh-2"}; !slices.Equal(got, want) {
+		t.Fatalf("limit 2 redrove %v, want the two oldest %v", got, want)
+	}
+	if got, want := history(t, q, "rd-dead").Job.State, queue.Dead; got != want {
+		t.Fatalf("rd-dead: %s, want %s (over the limit)", got, want)
+	}
+}
+
+func TestBulkRedriveRefusesBadInput(t *testing.T) {
+	q, _ := opstest.Known(t)
+	for _, c := range []struct {
+		name string
+		b    ops.BulkRedrive
+	}{
+		{"free-text note", ops.BulkRedrive{Reason: queue.ReasonPermanent, Note: "customer said no", Pace: noPace{}}},
+		{"empty note", ops.BulkRedrive{Reason: queue.ReasonPermanent, Pace: noPace{}}},
+		{"unknown reason", ops.BulkRedrive{Reason: "flaky", Note: "INC-5", Pace: noPace{}}},
+		{"negative limit", ops.BulkRedrive{Reason: queue.ReasonPermanent, Note: "INC-5", Limit: -1, Pace: noPace{}}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if _, err := c.b.Run(context.Background(), q); !errors.Is(err, queue.ErrInvalid) {
+				t.Fatalf("got %v, want ErrInvalid", err)
+			}
+			if got, want := collect(t, q, opstest.Now).Redrives, int64(opstest.Redrives); got != want {
+				t.Fatalf("redrives %d, want %d: nothing may be written", got, want)
+			}
+		})
+	}
+}
+
+func TestParseRate(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want float64
+		ok   bool
+	}{
+		{"5/s", 5, true}, {"0.5/s", 0.5, true}, {"30/m", 0.5, true}, {"30/min", 0.5, true}, {"3600/h", 1, true},
+		{"1000/s", 1000, true}, {"1001/s", 0, false}, {"5", 0, false}, {"0/s", 0, false}, {"-1/s", 0, false},
+		{"5/d", 0, false}, {"x/s", 0, false}, {"NaN/s", 0, false}, {"Inf/s", 0, false}, {"", 0, false},
+	} {
+		got, err := ops.ParseRate(c.in)
+		if (err == nil) != c.ok || got != c.want {
+			t.Errorf("%q: got %v, %v; want %v ok=%v", c.in, got, err, c.want, c.ok)
+		}
+		if err != nil && !errors.Is(err, queue.ErrInvalid) {
+			t.Errorf("%q: got %v, want ErrInvalid", c.in, err)
+		}
+	}
+}
+
+func TestProgressRenderings(t *testing.T) {
+	q, _ := opstest.NewFile(t)
+	opstest.DeadBatch(t, q, "job", 3, 1000)
+	var lines, bar bytes.Buffer
+	res, err := ops.BulkRedrive{Reason: queue.ReasonExhausted, Note: "INC-6", Pace: noPace{}, NowMs: func() int64 { return 5000 },
+		Progress: multi{ops.Lines(&lines), ops.Bar(&bar, 10)}}.Run(context.Background(), q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := lines.String(), "[1/3] job-000 redriven (was exhausted, token stays 1)\n[2/3] job-001 redriven (was exhausted, token stays 1)\n[3/3] job-002 redriven (was exhausted, token stays 1)\n"; got != want {
+		t.Fatalf("lines:\n%s\nwant:\n%s", got, want)
+	}
+	out := bar.String()
+	if got, want := strings.Count(out, "\r"), 3; got != want {
+		t.Fatalf("bar redrawn %d times, want %d: %q", got, want, out)
+	}
+	if !strings.HasSuffix(out, "[##########] 3/3  redriven 3  skipped 0  job-002\n") {
+		t.Fatalf("bar ends %q", out)
+	}
+	var sum bytes.Buffer
+	if err := ops.WriteBulkSummary(&sum, res, 5); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := sum.String(), "redrove 3 of 3 dead (exhausted) jobs under INC-6; skipped 0 no longer dead\n"; got != want {
+		t.Fatalf("summary %q, want %q", got, want)
+	}
+}
+
+type multi []ops.Progress
+
+func (m multi) Step(s ops.Step) {
+	for _, p := range m {
+		p.Step(s)
+	}
+}
+
+func (m multi) End(r ops.BulkResult) {
+	for _, p := range m {
+		p.End(r)
+	}
+}

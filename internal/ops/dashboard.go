@@ -1,0 +1,195 @@
+package ops
+
+import (
+	"bytes"
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"html/template"
+	"net"
+	"net/http"
+	"strconv"
+	"time"
+
+	"snacklab/queue"
+)
+
+//go:embed dashboard.tmpl
+var dashboardTmpl string
+
+var dashboardPage = template.Must(template.New("dashboard").Parse(dashboardTmpl))
+
+// DashboardDeadRows bounds the dead list on the page; the rest are counted.
+const DashboardDeadRows = 500
+
+// Dashboard serves a read-only page of the figures and the dead list, and
+// /metrics in the Prometheus text format. It answers only GET and HEAD:
+// redrive stays a CLI action, because a redrive assumes a person approved it
+// and nothing here checks who is asking.
+type Dashboard struct {
+	q     *queue.Queue
+	nowMs func() int64
+	mux   *http.ServeMux
+}
+
+// NewDashboard serves q, measuring ages against nowMs (nil: the wall clock).
+func NewDashboard(q *queue.Queue, nowMs func() int64) *Dashboard {
+	if nowMs == nil {
+		nowMs = func() int64 { return time.Now().UnixMilli() }
+	}
+	d := &Dashboard{q: q, nowMs: nowMs, mux: http.NewServeMux()}
+	d.mux.HandleFunc("/{$}", d.page)
+	d.mux.HandleFunc("/metrics", d.metrics)
+	return d
+}
+
+func (d *Dashboard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET, HEAD")
+		http.Error(w, "read-only: redrive with queuectl", http.StatusMethodNotAllowed)
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Cache-Control", "no-store")
+	d.mux.ServeHTTP(w, r)
+}
+
+func (d *Dashboard) metrics(w http.ResponseWriter, r *http.Request) {
+	rep, err := Collect(r.Context(), d.q, d.nowMs())
+	if err != nil {
+		http.Error(w, "stats: "+err.Error(), http.StatusServiceUnavailable)
+		return
+	}
+	var buf bytes.Buffer
+	if err := WritePrometheus(&buf, rep); err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+	w.Write(buf.Bytes())
+}
+
+type stateRow struct {
+	Name  queue.State
+	Count int64
+}
+
+type reasonRow struct {
+	Name         queue.Reason
+	Count        int64
+	Ratio        string
+	BarY, TextY  int
+	BarW, LabelX int
+}
+
+type deadRow struct {
+	DeadJob
+	Since, AgeText string
+}
+
+type dashView struct {
+	Now                  string
+	States               []stateRow
+	Total, Dead          int64
+	Reasons              []reasonRow
+	ChartH               int
+	Oldest               *deadRow
+	LastInvestigation    string
+	LastInvestigationAge string
+	Investigations       int64
+	Redrives             int64
+	Redriven             RedriveResults
+	DeadRows             []deadRow
+	DeadMore             int
+}
+
+func (d *Dashboard) page(w http.ResponseWriter, r *http.Request) {
+	now := d.nowMs()
+	rep, err := Collect(r.Context(), d.q, now)
+	if err != nil {
+		http.Error(w, "stats: "+err.Error(), http.StatusServiceUnavailable)
+		return
+	}
+	dead, err := ListDead(r.Context(), d.q, "", nil, now)
+	if err != nil {
+		http.Error(w, "dead: "+err.Error(), http.StatusServiceUnavailable)
+		return
+	}
+	v := dashView{Now: formatMs(now), Total: rep.Total(), Dead: rep.Counts[queue.Dead],
+		Investigations: rep.Investigations, Redrives: rep.Redrives, Redriven: rep.Redriven,
+		LastInvestigation: "never", DeadRows: []deadRow{}}
+	for _, st := range queue.States() {
+		v.States = append(v.States, stateRow{st, rep.Counts[st]})
+	}
+	const barMax, rowH = 300, 32
+	var most int64
+	for _, reason := range queue.Reasons() {
+		most = max(most, rep.DeadByReason[reason])
+	}
+	for i, reason := range queue.Reasons() {
+		n := rep.DeadByReason[reason]
+		row := reasonRow{Name: reason, Count: n, Ratio: strconv.FormatFloat(rep.DeadRatio[reason]*100, 'f', 1, 64) + "%",
+			BarY: i*rowH + 6, TextY: i*rowH + 23}
+		if most > 0 {
+			row.BarW = int(barMax * n / most)
+		}
+		row.LabelX = 100 + row.BarW + 8
+		v.Reasons = append(v.Reasons, row)
+	}
+	v.ChartH = len(v.Reasons)*rowH + 8
+	if o := rep.OldestDead; o != nil {
+		v.Oldest = &deadRow{DeadJob: *o, Since: formatMs(o.SinceMs), AgeText: o.Age().String()}
+	}
+	if rep.LastInvestigationMs != nil {
+		v.LastInvestigation = formatMs(*rep.LastInvestigationMs)
+		v.LastInvestigationAge = msDuration(*rep.LastInvestigationAgeMs).String()
+	}
+	for i, j := range dead {
+		if i == DashboardDeadRows {
+			v.DeadMore = len(dead) - i
+			break
+		}
+		v.DeadRows = append(v.DeadRows, deadRow{DeadJob: j, Since: formatMs(j.SinceMs), AgeText: j.Age().String()})
+	}
+	var buf bytes.Buffer
+	if err := dashboardPage.Execute(&buf, v); err != nil {
+		http.Error(w, "render: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Write(buf.Bytes())
+}
+
+// Serve listens on addr, calls ready with the bound address (so a caller
+// asking for port 0 learns the port), and serves h until ctx is done, then
+// shuts down gracefully.
+func Serve(ctx context.Context, addr string, h http.Handler, ready func(net.Addr)) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
+		WriteTimeout: 30 * time.Second, IdleTimeout: 60 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	if ready != nil {
+		ready(ln.Addr())
+	}
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("serve: %w", err)
+	}
+	return nil
+}
