@@ -1,0 +1,296 @@
+// Command lab runs snacklab's numbered lab steps against the three
+// executables of an implementation (queuectl, sender, receiver) and reports
+// PASS/FAIL per step, with what was expected, what was observed and why it
+// matters. `./run-lab.sh` builds the reference and runs it.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	"snacklab/labsteps"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	if err != nil {
+		var f failed
+		if !errors.As(err, &f) {
+			fmt.Fprintf(os.Stderr, "lab: %v\n", err)
+		}
+		if errors.As(err, &usageErr{}) {
+			os.Exit(2)
+		}
+		os.Exit(1)
+	}
+}
+
+// failed is the error of a run in which some step failed; the steps have
+// already said why.
+type failed struct{ n, of int }
+
+func (f failed) Error() string { return fmt.Sprintf("%d of %d steps failed", f.n, f.of) }
+
+type usageErr struct{ msg string }
+
+func (u usageErr) Error() string { return u.msg }
+
+const usage = `usage: lab [run] [flags] [STEPS…]
+
+Runs the numbered lab steps against an implementation's executables.
+STEPS: 8, 3-5, 1,4 (default: all). Flags may come before or after them.
+
+flags:
+`
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) > 0 {
+		switch args[0] {
+		case "run":
+			args = args[1:]
+		case "help", "-h", "--help":
+			printUsage(stdout)
+			return nil
+		}
+	}
+	return runSteps(ctx, args, stdout, stderr)
+}
+
+func printUsage(w io.Writer) {
+	fmt.Fprint(w, usage)
+	fs := newFlags(&options{})
+	fs.SetOutput(w)
+	fs.PrintDefaults()
+}
+
+type options struct {
+	bin, results, junit, html, workRoot string
+	keep, verbose, timing               bool
+	timeout                             time.Duration
+	parallel, repeat                    int
+}
+
+func newFlags(o *options) *flag.FlagSet {
+	fs := flag.NewFlagSet("lab run", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.StringVar(&o.bin, "bin", "", "directory holding queuectl, sender and receiver (default: the directory of this program)")
+	fs.StringVar(&o.results, "results", "", "write Gradescope's results.json to this `file`")
+	fs.StringVar(&o.junit, "junit", "", "write JUnit XML to this `file`")
+	fs.StringVar(&o.html, "html", "", "write an HTML report with step 8's timeline to this `file`")
+	fs.StringVar(&o.workRoot, "work", "", "parent `dir` of the steps' work dirs (default: the system temp dir)")
+	fs.BoolVar(&o.keep, "keep", false, "keep the work dirs (logs, queue files) of passing steps too")
+	fs.BoolVar(&o.verbose, "v", false, "print each step's story: every command, line and check")
+	fs.BoolVar(&o.timing, "timing", false, "after the run, measure the floor: the cost of the process starts and commits it needed")
+	fs.DurationVar(&o.timeout, "timeout", 60*time.Second, "time limit of one step")
+	fs.IntVar(&o.parallel, "parallel", 0, "steps run at once (default: all selected)")
+	fs.IntVar(&o.repeat, "repeat", 1, "run the selection this many times; reports describe the last run")
+	return fs
+}
+
+// parseInterleaved parses flags that may come before, between or after the
+// step arguments.
+func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		if fs.NArg() == 0 {
+			return pos, nil
+		}
+		pos = append(pos, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+}
+
+func runSteps(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	var o options
+	fs := newFlags(&o)
+	pos, err := parseInterleaved(fs, args)
+	if errors.Is(err, flag.ErrHelp) {
+		printUsage(stdout)
+		return nil
+	}
+	if err != nil {
+		return usageErr{fmt.Sprintf("%v. Try: lab help", err)}
+	}
+	steps, err := labsteps.Select(pos)
+	if err != nil {
+		return usageErr{fmt.Sprintf("%v. Try: lab run 8", err)}
+	}
+	if o.repeat < 1 {
+		return usageErr{"--repeat must be at least 1. Try: lab run --repeat 200"}
+	}
+	if o.bin == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return err
+		}
+		o.bin = filepath.Dir(exe)
+	}
+	if o.bin, err = filepath.Abs(o.bin); err != nil {
+		return err
+	}
+	if err := labsteps.CheckBin(o.bin); err != nil {
+		return usageErr{err.Error()}
+	}
+	cfg := labsteps.Config{Bin: o.bin, WorkRoot: o.workRoot, Keep: o.keep, StepTimeout: o.timeout, Parallel: o.parallel}
+
+	var results []labsteps.Result
+	var took time.Duration
+	var walls []time.Duration
+	failedRuns := 0
+	for i := 0; i < o.repeat; i++ {
+		if ctx.Err() != nil {
+			break
+		}
+		quiet := o.repeat > 1
+		if !quiet {
+			fmt.Fprintf(stdout, "snacklab lab: %d step(s) against %s\n", len(steps), o.bin)
+		}
+		t0 := time.Now()
+		results = labsteps.RunSteps(ctx, cfg, steps, func(r labsteps.Result) {
+			if quiet && r.Pass {
+				return
+			}
+			fmt.Fprintln(stdout, r.Summary())
+			if d := r.Detail(); d != "" {
+				fmt.Fprint(stdout, indent(d, "      "))
+			} else if r.Dir != "" {
+				fmt.Fprintf(stdout, "      kept: %s (logs, queue files, lab.log)\n", r.Dir)
+			}
+			if o.verbose {
+				fmt.Fprint(stdout, indent(r.Narrative, "    │ "))
+			}
+		})
+		took = time.Since(t0)
+		walls = append(walls, took)
+		n := countFailed(results)
+		if n > 0 {
+			failedRuns++
+		}
+		if quiet {
+			fmt.Fprintf(stdout, "run %d/%d: %d/%d passed in %.3fs\n", i+1, o.repeat, len(results)-n, len(results), took.Seconds())
+		} else {
+			fmt.Fprintf(stdout, "%d/%d steps passed in %.2fs\n", len(results)-n, len(results), took.Seconds())
+		}
+	}
+	if o.repeat > 1 {
+		fmt.Fprintf(stdout, "%d runs, %d with a failed step; wall time median %.3fs, min %.3fs, max %.3fs\n",
+			len(walls), failedRuns, median(walls).Seconds(), minD(walls).Seconds(), maxD(walls).Seconds())
+	}
+	if o.timing {
+		if err := reportFloor(ctx, cfg, results, median(walls), len(walls), stdout); err != nil {
+			fmt.Fprintf(stderr, "lab: timing: %v\n", err)
+		}
+	}
+	if err := writeReports(o, results, took); err != nil {
+		return err
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if n := countFailed(results); n > 0 || failedRuns > 0 {
+		return failed{n, len(results)}
+	}
+	return nil
+}
+
+func writeReports(o options, results []labsteps.Result, took time.Duration) error {
+	write := func(path string, fn func(io.Writer) error) error {
+		if path == "" {
+			return nil
+		}
+		f, err := os.Create(path)
+		if err != nil {
+			return err
+		}
+		if err := fn(f); err != nil {
+			f.Close()
+			return fmt.Errorf("write %s: %w", path, err)
+		}
+		return f.Close()
+	}
+	return errors.Join(
+		write(o.results, func(w io.Writer) error { return labsteps.WriteGradescope(w, results, took) }),
+		write(o.junit, func(w io.Writer) error { return labsteps.WriteJUnit(w, results, took) }),
+		write(o.html, func(w io.Writer) error {
+			return labsteps.WriteHTML(w, labsteps.HTMLReport{Title: "snacklab lab report", Bin: o.bin, When: time.Now(),
+				Took: took, Results: results})
+		}),
+	)
+}
+
+func countFailed(rs []labsteps.Result) int {
+	n := 0
+	for _, r := range rs {
+		if !r.Pass {
+			n++
+		}
+	}
+	return n
+}
+
+func indent(s, prefix string) string {
+	s = strings.TrimRight(s, "\n")
+	if s == "" {
+		return ""
+	}
+	return prefix + strings.ReplaceAll(s, "\n", "\n"+prefix) + "\n"
+}
+
+func median(ds []time.Duration) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	s := append([]time.Duration(nil), ds...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	return s[len(s)/2]
+}
+
+func minD(ds []time.Duration) time.Duration {
+	m := ds[0]
+	for _, d := range ds {
+		m = min(m, d)
+	}
+	return m
+}
+
+func maxD(ds []time.Duration) time.Duration {
+	m := ds[0]
+	for _, d := range ds {
+		m = max(m, d)
+	}
+	return m
+}
+
+// reportFloor prints the run's wall time beside its floor: what the process
+// starts and commits it needed cost on this machine, measured right now.
+func reportFloor(ctx context.Context, cfg labsteps.Config, results []labsteps.Result, wall time.Duration, runs int, w io.Writer) error {
+	f, err := labsteps.MeasureFloor(ctx, cfg.Bin, cfg.WorkRoot, results)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "timing: wall %.3fs (median of %d run(s) of the selected steps)\n", wall.Seconds(), runs)
+	fmt.Fprintf(w, "timing: floor = %d process starts × %.2fms + %d commits × %.2fms = %.3fs of serial work, %.3fs over %d cores",
+		f.Procs, ms(f.Start), f.Commits, ms(f.Commit), f.Serial.Seconds(), f.Parallel.Seconds(), f.Cores)
+	if f.Waits > 0 {
+		fmt.Fprintf(w, ", plus %.3fs waiting for the real clock (step 8c's lease)", f.Waits.Seconds())
+	}
+	fmt.Fprintf(w, "\ntiming: (one start and one commit measured just now, median of %d each)\n", f.Samples)
+	return nil
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

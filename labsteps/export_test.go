@@ -1,0 +1,8 @@
+package labsteps
+
+// Internal helpers the external tests check against the standard library.
+var (
+	FNV1a64         = fnv1a64
+	ExpectedBackoff = expectedBackoff
+	BackoffCeiling  = backoffCeiling
+)

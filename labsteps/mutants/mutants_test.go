@@ -1,0 +1,59 @@
+package mutants_test
+
+import (
+	"strings"
+	"testing"
+
+	"snacklab/labsteps/mutants"
+)
+
+func TestParse(t *testing.T) {
+	for _, tc := range []struct {
+		name, patch string
+		step        int
+		comment     string
+		wantErr     bool
+	}{
+		{"ok", "# Claims at the wrong time.\n# step: 3\n--- a/x\n+++ b/x\n", 3, "Claims at the wrong time.", false},
+		{"no step", "# Claims at the wrong time.\n--- a/x\n", 0, "", true},
+		{"bad step", "# Claims.\n# step: three\n--- a/x\n", 0, "", true},
+		{"no comment", "# step: 3\n--- a/x\n", 0, "", true},
+		{"no header", "--- a/x\n+++ b/x\n", 0, "", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m, err := mutants.Parse(tc.name, []byte(tc.patch))
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("Parse: err %v, want error %v", err, tc.wantErr)
+			}
+			if err == nil && (m.Step != tc.step || m.Comment != tc.comment) {
+				t.Errorf("Parse = step %d comment %q, want %d %q", m.Step, m.Comment, tc.step, tc.comment)
+			}
+		})
+	}
+}
+
+// The embedded set is the seed's three wrong answers and check-then-act, at least.
+func TestAll(t *testing.T) {
+	all, err := mutants.All()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]int{"expiry-boundary": 3, "token-reset": 5, "loose-ack": 6, "check-then-act": 7}
+	for _, m := range all {
+		if m.Step < 1 || m.Step > 8 {
+			t.Errorf("%s: step %d, want 1-8", m.Name, m.Step)
+		}
+		if !strings.Contains(string(m.Patch), "\n--- a/") {
+			t.Errorf("%s: not a unified diff with a/ b/ paths", m.Name)
+		}
+		if s, ok := want[m.Name]; ok {
+			if s != m.Step {
+				t.Errorf("%s: step %d, want %d", m.Name, m.Step, s)
+			}
+			delete(want, m.Name)
+		}
+	}
+	for name := range want {
+		t.Errorf("mutant %s is missing", name)
+	}
+}

@@ -1,0 +1,310 @@
+package labsteps
+
+import (
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// Job is the JOB object of CONTRACT §3, as queuectl prints it.
+type Job struct {
+	ID               string  `json:"id"`
+	Qty              int64   `json:"qty"`
+	State            string  `json:"state"`
+	Reason           *string `json:"reason"`
+	Attempts         int64   `json:"attempts"`
+	MaxAttempts      int64   `json:"max_attempts"`
+	Token            int64   `json:"token"`
+	Owner            *string `json:"owner"`
+	LeaseUntil       *int64  `json:"lease_until"`
+	AvailableAt      int64   `json:"available_at"`
+	DeadlineAt       int64   `json:"deadline_at"`
+	DeadlineWindowMs int64   `json:"deadline_window_ms"`
+	CreatedAt        int64   `json:"created_at"`
+	UpdatedAt        int64   `json:"updated_at"`
+
+	// Canon is every field of the contract's JOB in one string: two snapshots
+	// that differ in any of them, even one a check does not name, differ here.
+	Canon string `json:"-"`
+}
+
+// UnmarshalJSON keeps the canonical form beside the fields.
+func (j *Job) UnmarshalJSON(b []byte) error {
+	type plain Job
+	var p plain
+	if err := json.Unmarshal(b, &p); err != nil {
+		return err
+	}
+	*j = Job(p)
+	c, err := json.Marshal(p)
+	j.Canon = string(c)
+	return err
+}
+
+// String is a one-line summary for messages.
+func (j Job) String() string {
+	s := fmt.Sprintf("%s %s", j.ID, j.State)
+	if j.Reason != nil {
+		s += "(" + *j.Reason + ")"
+	}
+	s += fmt.Sprintf(" token=%d attempts=%d/%d", j.Token, j.Attempts, j.MaxAttempts)
+	if j.Owner != nil || j.LeaseUntil != nil {
+		s += fmt.Sprintf(" owner=%s lease_until=%s", show(j.Owner), show(j.LeaseUntil))
+	}
+	return s + fmt.Sprintf(" available_at=%d", j.AvailableAt)
+}
+
+// Redrive is the REDRIVE object of CONTRACT §3.
+type Redrive struct {
+	JobID      string `json:"job_id"`
+	PrevToken  int64  `json:"prev_token"`
+	PrevReason string `json:"prev_reason"`
+	AtMs       int64  `json:"at_ms"`
+	Note       string `json:"note"`
+}
+
+// q runs `queuectl VERB --db DB --json [--now-ms NOW] args…`. now < 0 leaves
+// the clock out (the real clock).
+func (h *Harness) q(verb string, now int64, args ...string) *Run {
+	all := []string{verb, "--db", h.DB, "--json"}
+	if now >= 0 {
+		all = append(all, "--now-ms", strconv.FormatInt(now, 10))
+	}
+	return h.exec("queuectl", append(all, args...)...)
+}
+
+// parse decodes the run's stdout into v, failing the step if it is not the one
+// JSON object the contract promises.
+func (h *Harness) parse(r *Run, v any) {
+	if err := decodeObject(r.Stdout, v); err != nil {
+		h.Check("`"+r.Cmdline()+"` prints one JSON object", false,
+			"one JSON object on stdout (CONTRACT §3)",
+			fmt.Sprintf("%s with stdout %q (%v); logs %s.*", r.Exit(), trim(r.Stdout), err, r.Logs),
+			"the lab, like any program driving the queue, reads only what the contract prints")
+	}
+}
+
+func trim(s string) string {
+	s = strings.TrimSpace(s)
+	if len(s) > 300 {
+		return s[:300] + "…"
+	}
+	return s
+}
+
+// ExpectExit checks a run's exit code (CONTRACT §6).
+func (h *Harness) ExpectExit(what string, want int, r *Run, why string) {
+	obs := r.Exit()
+	if r.Code != want || r.Signal != "" {
+		obs += stderrHint(r)
+	}
+	h.Check(what, r.Code == want && r.Signal == "", "exit "+strconv.Itoa(want), obs, why)
+}
+
+func stderrHint(r *Run) string {
+	if s := trim(r.Stderr); s != "" {
+		return " (stderr: " + s + ")"
+	}
+	if s := trim(r.Stdout); s != "" {
+		return " (stdout: " + s + ")"
+	}
+	return ""
+}
+
+// mustSucceed fails the step when a setup command does not exit 0.
+func (h *Harness) mustSucceed(r *Run, why string) {
+	h.ExpectExit("`"+r.Cmdline()+"` succeeds", 0, r, why)
+}
+
+// Init creates the queue file with `queuectl init`.
+func (h *Harness) Init() {
+	r := h.q("init", -1)
+	h.mustSucceed(r, "every step starts from a queue file that only `queuectl init` creates")
+	h.Event(LaneQueuectl, "action", "init", noClock, false)
+}
+
+// Enqueued is the answer to `queuectl enqueue`.
+type Enqueued struct {
+	Run       *Run `json:"-"`
+	Job       Job  `json:"job"`
+	Duplicate bool `json:"duplicate"`
+}
+
+// Enqueue accepts an order at now. extra are more flags, such as
+// "--max-attempts", "2".
+func (h *Harness) Enqueue(id string, qty, now int64, extra ...string) Enqueued {
+	r := h.q("enqueue", now, append([]string{"--id", id, "--qty", strconv.FormatInt(qty, 10)}, extra...)...)
+	e := Enqueued{Run: r}
+	if r.Code == 0 {
+		h.parse(r, &e)
+	}
+	h.Event(LaneQueuectl, "action", fmt.Sprintf("enqueue %s qty %d → %s", id, qty, r.Exit()), now, r.Code != 0)
+	return e
+}
+
+// MustEnqueue enqueues and fails the step unless it was accepted.
+func (h *Harness) MustEnqueue(id string, qty, now int64, extra ...string) Job {
+	e := h.Enqueue(id, qty, now, extra...)
+	h.mustSucceed(e.Run, "the step needs this order in the queue")
+	return e.Job
+}
+
+// Claimed is the answer to `queuectl claim`.
+type Claimed struct {
+	Run     *Run `json:"-"`
+	Claimed bool `json:"claimed"`
+	Job     Job  `json:"job"`
+}
+
+// Claim asks for one due job as owner at now, for leaseMs.
+func (h *Harness) Claim(owner string, now, leaseMs int64) Claimed {
+	r := h.q("claim", now, "--owner", owner, "--lease-ms", strconv.FormatInt(leaseMs, 10))
+	c := Claimed{Run: r}
+	if r.Code == 0 || r.Code == 13 {
+		h.parse(r, &c)
+	}
+	text := fmt.Sprintf("claim by %s → nothing (%s)", owner, r.Exit())
+	if c.Claimed {
+		text = fmt.Sprintf("claim by %s → %s token %d, lease_until %s", owner, c.Job.ID, c.Job.Token, show(c.Job.LeaseUntil))
+	}
+	h.Event(LaneQueuectl, "action", text, now, false)
+	return c
+}
+
+// Finished is the answer to `queuectl finish`.
+type Finished struct {
+	Run     *Run `json:"-"`
+	Applied bool `json:"applied"`
+	Job     *Job `json:"job"`
+}
+
+// Finish reports an outcome for id under token at now.
+func (h *Harness) Finish(id string, token int64, outcome string, now int64) Finished {
+	r := h.q("finish", now, "--id", id, "--token", strconv.FormatInt(token, 10), "--outcome", outcome)
+	f := Finished{Run: r}
+	if r.Code == 0 || r.Code == 12 {
+		h.parse(r, &f)
+	}
+	text := fmt.Sprintf("finish %s token %d %s → ", id, token, outcome)
+	if f.Applied && f.Job != nil {
+		text += "applied, " + f.Job.State
+	} else {
+		text += "not applied (" + r.Exit() + ")"
+	}
+	h.Event(LaneQueuectl, "action", text, now, !f.Applied)
+	return f
+}
+
+// Redriven is the answer to `queuectl redrive`.
+type Redriven struct {
+	Run     *Run    `json:"-"`
+	Job     Job     `json:"job"`
+	Redrive Redrive `json:"redrive"`
+}
+
+// Redrive asks to send a dead job back with a note.
+func (h *Harness) Redrive(id, note string, now int64) Redriven {
+	r := h.q("redrive", now, "--id", id, "--note="+note)
+	d := Redriven{Run: r}
+	if r.Code == 0 {
+		h.parse(r, &d)
+	}
+	h.Event(LaneQueuectl, "action", fmt.Sprintf("redrive %s → %s", id, r.Exit()), now, r.Code != 0)
+	return d
+}
+
+// Shown is the answer to `queuectl show`.
+type Shown struct {
+	Run            *Run              `json:"-"`
+	Job            Job               `json:"job"`
+	Redrives       []Redrive         `json:"redrives"`
+	Investigations []json.RawMessage `json:"investigations"`
+}
+
+// Show reads a job and its history with a fresh process.
+func (h *Harness) Show(id string) Shown {
+	r := h.q("show", -1, "--id", id)
+	s := Shown{Run: r}
+	if r.Code == 0 {
+		h.parse(r, &s)
+	}
+	return s
+}
+
+// MustShow reads a job that must exist.
+func (h *Harness) MustShow(id string) Shown {
+	s := h.Show(id)
+	h.ExpectExit("`queuectl show --id "+id+"` finds the job", 0, s.Run,
+		"no path may delete a job: its id and qty are the evidence of what happened to the order")
+	return s
+}
+
+// BackoffCase is one question to `queuectl backoff`.
+type BackoffCase struct {
+	ID      string
+	Attempt int
+}
+
+// Backoffs asks `queuectl backoff` for the delay after each failed attempt, all
+// at once (the verb reads no file), and returns the answers in order.
+func (h *Harness) Backoffs(cases []BackoffCase) []int64 {
+	cmds := make([][]string, len(cases))
+	for i, c := range cases {
+		cmds[i] = []string{"queuectl", "backoff", "--json", "--id", c.ID, "--attempt", strconv.Itoa(c.Attempt)}
+	}
+	runs := h.execAll(cmds)
+	out := make([]int64, len(cases))
+	for i, r := range runs {
+		h.mustSucceed(r, "the backoff is part of the contract so that a grader, or a learner with a pencil, can predict every retry")
+		var v struct {
+			DelayMs int64 `json:"delay_ms"`
+		}
+		h.parse(r, &v)
+		out[i] = v.DelayMs
+	}
+	return out
+}
+
+// MustFinish reports an outcome that must be applied and returns the job after it.
+func (h *Harness) MustFinish(id string, token int64, outcome string, now int64) *Job {
+	f := h.Finish(id, token, outcome, now)
+	what := fmt.Sprintf("finish %s with token %d (%s) is applied", id, token, outcome)
+	why := "this token is the job's current lease, so its outcome must be recorded"
+	h.ExpectExit(what, 0, f.Run, why)
+	h.Check(what, f.Applied && f.Job != nil, `{"applied":true,"job":{…}}`, trim(f.Run.Stdout), why)
+	return f.Job
+}
+
+// ExpectNotApplied checks that a finish was refused (exit 12, applied false)
+// and that the job is exactly as it was.
+func (h *Harness) ExpectNotApplied(what string, f Finished, before Job, why string) {
+	h.ExpectExit(what+": exit code", 12, f.Run, why)
+	h.Equal(what+": applied", false, f.Applied, why)
+	after := h.MustShow(before.ID).Job
+	h.Equal(what+": the job is unchanged", before.Canon, after.Canon, why)
+}
+
+// UseQueue points the queuectl verbs and later senders at another queue file
+// in the work dir (each variant of a step gets its own).
+func (h *Harness) UseQueue(name string) {
+	h.DB = filepath.Join(h.Dir, name)
+}
+
+// ShowAll reads several jobs at once with fresh processes.
+func (h *Harness) ShowAll(ids ...string) map[string]Shown {
+	cmds := make([][]string, len(ids))
+	for i, id := range ids {
+		cmds[i] = []string{"queuectl", "show", "--db", h.DB, "--json", "--id", id}
+	}
+	out := map[string]Shown{}
+	for i, r := range h.execAll(cmds) {
+		s := Shown{Run: r}
+		h.ExpectExit("`queuectl show --id "+ids[i]+"` finds the job", 0, r,
+			"no path may delete a job: its id and qty are the evidence of what happened to the order")
+		h.parse(r, &s)
+		out[ids[i]] = s
+	}
+	return out
+}

@@ -1,0 +1,355 @@
+package labsteps
+
+import (
+	"encoding/json"
+	"encoding/xml"
+	"fmt"
+	"html/template"
+	"io"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Summary is the one-line verdict of a result, for reports.
+func (r Result) Summary() string {
+	verdict := "PASS"
+	if !r.Pass {
+		verdict = "FAIL"
+	}
+	return fmt.Sprintf("%s  %d %-9s %6.2fs  %s", verdict, r.Step.Num, r.Step.Slug, r.Took.Seconds(), r.Step.Title)
+}
+
+// Detail explains a failure: the failed check (expected, observed, why) and
+// where the logs are. It is "" for a pass.
+func (r Result) Detail() string {
+	if r.Pass {
+		return ""
+	}
+	var b strings.Builder
+	if c := r.Failed(); c != nil {
+		fmt.Fprintf(&b, "✗ %s\n  expected: %s\n  observed: %s\n  why:      %s\n", c.What, c.Expected, c.Observed, c.Why)
+	}
+	if r.Problem != "" {
+		fmt.Fprintf(&b, "✗ %s\n", r.Problem)
+	}
+	if r.LogDir != "" {
+		fmt.Fprintf(&b, "  logs:     %s (the story: %s/lab.log)\n", r.LogDir, r.Dir)
+	}
+	return b.String()
+}
+
+// Output is what a grader shows for one step: the verdict, what was checked,
+// why it matters, and on failure the detail.
+func (r Result) Output() string {
+	var b strings.Builder
+	b.WriteString(r.Summary() + "\n")
+	b.WriteString("Checks: " + r.Step.Checks + "\n")
+	b.WriteString("Why: " + r.Step.Why + "\n")
+	if d := r.Detail(); d != "" {
+		b.WriteString(d)
+	} else {
+		fmt.Fprintf(&b, "%d checks passed.\n", len(r.Checks))
+	}
+	return b.String()
+}
+
+// WriteGradescope writes Gradescope's results.json: one test per step, one
+// point each.
+func WriteGradescope(w io.Writer, results []Result, took time.Duration) error {
+	type test struct {
+		Name       string  `json:"name"`
+		Number     string  `json:"number"`
+		Score      float64 `json:"score"`
+		MaxScore   float64 `json:"max_score"`
+		Status     string  `json:"status"`
+		Output     string  `json:"output"`
+		Visibility string  `json:"visibility"`
+	}
+	out := struct {
+		Score         float64 `json:"score"`
+		ExecutionTime float64 `json:"execution_time"`
+		Output        string  `json:"output"`
+		Visibility    string  `json:"visibility"`
+		Tests         []test  `json:"tests"`
+	}{ExecutionTime: took.Seconds(), Visibility: "visible", Tests: []test{}}
+	passed := 0
+	for _, r := range results {
+		t := test{Name: fmt.Sprintf("Step %d: %s", r.Step.Num, r.Step.Title), Number: strconv.Itoa(r.Step.Num),
+			MaxScore: 1, Status: "failed", Output: r.Output(), Visibility: "visible"}
+		if r.Pass {
+			t.Score, t.Status = 1, "passed"
+			passed++
+		}
+		out.Score += t.Score
+		out.Tests = append(out.Tests, t)
+	}
+	out.Output = fmt.Sprintf("%d of %d lab steps passed.", passed, len(results))
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(out)
+}
+
+// WriteJUnit writes JUnit XML: one testcase per step.
+func WriteJUnit(w io.Writer, results []Result, took time.Duration) error {
+	type failure struct {
+		Message string `xml:"message,attr"`
+		Type    string `xml:"type,attr"`
+		Text    string `xml:",chardata"`
+	}
+	type testcase struct {
+		Name      string   `xml:"name,attr"`
+		Classname string   `xml:"classname,attr"`
+		Time      string   `xml:"time,attr"`
+		Failure   *failure `xml:"failure,omitempty"`
+		SystemOut string   `xml:"system-out,omitempty"`
+	}
+	type suite struct {
+		XMLName  xml.Name   `xml:"testsuite"`
+		Name     string     `xml:"name,attr"`
+		Tests    int        `xml:"tests,attr"`
+		Failures int        `xml:"failures,attr"`
+		Time     string     `xml:"time,attr"`
+		Cases    []testcase `xml:"testcase"`
+	}
+	s := suite{Name: "snacklab-lab", Tests: len(results), Time: secs(took)}
+	for _, r := range results {
+		tc := testcase{Name: fmt.Sprintf("step%d_%s", r.Step.Num, strings.ReplaceAll(r.Step.Slug, "-", "_")),
+			Classname: "snacklab.lab", Time: secs(r.Took), SystemOut: r.Narrative}
+		if !r.Pass {
+			s.Failures++
+			msg := r.Problem
+			if c := r.Failed(); c != nil {
+				msg = c.What
+			}
+			tc.Failure = &failure{Message: msg, Type: "LabStepFailed", Text: r.Detail()}
+		}
+		s.Cases = append(s.Cases, tc)
+	}
+	wrapped := struct {
+		XMLName xml.Name `xml:"testsuites"`
+		Suite   suite
+	}{Suite: s}
+	if _, err := io.WriteString(w, xml.Header); err != nil {
+		return err
+	}
+	enc := xml.NewEncoder(w)
+	enc.Indent("", "  ")
+	if err := enc.Encode(wrapped); err != nil {
+		return err
+	}
+	_, err := io.WriteString(w, "\n")
+	return err
+}
+
+func secs(d time.Duration) string { return strconv.FormatFloat(d.Seconds(), 'f', 3, 64) }
+
+// ---- HTML ----
+
+// Timeline is one section of a step's events, drawn as an SVG swimlane chart.
+type Timeline struct {
+	ID      string
+	Title   string
+	SVG     template.HTML
+	NEvents int
+}
+
+// Timelines splits a result's events by section and draws each.
+func (r Result) Timelines() []Timeline {
+	var order []string
+	by := map[string][]Event{}
+	for _, e := range r.Events {
+		if _, ok := by[e.Section]; !ok {
+			order = append(order, e.Section)
+		}
+		by[e.Section] = append(by[e.Section], e)
+	}
+	var out []Timeline
+	for i, sec := range order {
+		title := sec
+		if title == "" {
+			title = "setup"
+		}
+		id := fmt.Sprintf("timeline-step%d-%d", r.Step.Num, i)
+		out = append(out, Timeline{ID: id, Title: title, SVG: timelineSVG(id, by[sec]), NEvents: len(by[sec])})
+	}
+	return out
+}
+
+var laneColor = map[string]string{
+	"A": "#1f77b4", "B": "#2ca02c", "S": "#e377c2", LaneReceiver: "#9467bd", LaneQueuectl: "#8c564b", LaneHarness: "#7f7f7f",
+}
+
+// timelineSVG draws events top to bottom: one column per lane with its
+// lifeline, one row per event with a dot in its lane, the real time, the
+// injected clock and what happened. Refusals, kills and crash exits are red.
+func timelineSVG(id string, events []Event) template.HTML {
+	// Senders first (A, B, then any other), then the receiver, queuectl, the harness.
+	rank := func(l string) int {
+		switch l {
+		case "A":
+			return 0
+		case "B":
+			return 1
+		case LaneReceiver:
+			return 3
+		case LaneQueuectl:
+			return 4
+		case LaneHarness:
+			return 5
+		}
+		return 2
+	}
+	lanes := []string{}
+	seen := map[string]bool{}
+	for _, e := range events {
+		if !seen[e.Lane] {
+			seen[e.Lane] = true
+			lanes = append(lanes, e.Lane)
+		}
+	}
+	sort.SliceStable(lanes, func(i, j int) bool { return rank(lanes[i]) < rank(lanes[j]) })
+	const (
+		laneW = 76
+		rowH  = 22
+		top   = 34
+		timeW = 150
+	)
+	col := map[string]int{}
+	for i, l := range lanes {
+		col[l] = i
+	}
+	textX := len(lanes)*laneW + 10
+	width := textX + timeW + 560
+	height := top + len(events)*rowH + 12
+	var b strings.Builder
+	fmt.Fprintf(&b, `<svg id="%s" class="timeline" xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" role="img" aria-label="timeline">`,
+		template.HTMLEscapeString(id), width, height, width, height)
+	b.WriteString(`<style>text{font:12px ui-monospace,Menlo,Consolas,monospace}.lane{font-weight:bold}.bad{fill:#c0392b}</style>`)
+	for i, l := range lanes {
+		x := i*laneW + laneW/2
+		c := colorOf(l)
+		fmt.Fprintf(&b, `<text class="lane" x="%d" y="18" text-anchor="middle" fill="%s">%s</text>`, x, c, template.HTMLEscapeString(l))
+		fmt.Fprintf(&b, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="%s" stroke-opacity="0.3" stroke-width="2"/>`, x, top-8, x, height-6, c)
+	}
+	fmt.Fprintf(&b, `<text class="lane" x="%d" y="18">real time · clock</text>`, textX)
+	fmt.Fprintf(&b, `<text class="lane" x="%d" y="18">event</text>`, textX+timeW)
+	for i, e := range events {
+		y := top + i*rowH + rowH/2
+		x := col[e.Lane]*laneW + laneW/2
+		c := colorOf(e.Lane)
+		cls := "ev"
+		if e.Bad {
+			c, cls = "#c0392b", "ev bad"
+		}
+		if i%2 == 0 {
+			fmt.Fprintf(&b, `<rect x="0" y="%d" width="%d" height="%d" fill="#f4f4f4"/>`, y-rowH/2, width, rowH)
+		}
+		shape := fmt.Sprintf(`<circle class="%s" data-kind="%s" cx="%d" cy="%d" r="6" fill="%s"/>`, cls, e.Kind, x, y, c)
+		if e.Kind == "kill" || (e.Kind == "exit" && e.Bad) {
+			shape = fmt.Sprintf(`<path class="%s" data-kind="%s" d="M%d %d l12 12 m0 -12 l-12 12" stroke="%s" stroke-width="3"/>`, cls, e.Kind, x-6, y-6, c)
+		}
+		b.WriteString(shape)
+		clock := ""
+		if e.Clock >= 0 {
+			clock = " · t=" + strconv.FormatInt(e.Clock, 10)
+		}
+		fmt.Fprintf(&b, `<text x="%d" y="%d" fill="#555">%.1f ms%s</text>`, textX, y+4, ms(e.At), clock)
+		weight := ""
+		if e.Bad {
+			weight = ` font-weight="bold"`
+		}
+		fmt.Fprintf(&b, `<text x="%d" y="%d" fill="%s"%s><tspan fill="%s">%s:</tspan> %s</text>`, textX+timeW, y+4, c, weight, colorOf(e.Lane),
+			template.HTMLEscapeString(e.Lane), template.HTMLEscapeString(e.Text))
+	}
+	b.WriteString(`</svg>`)
+	return template.HTML(b.String())
+}
+
+func colorOf(lane string) string {
+	if c, ok := laneColor[lane]; ok {
+		return c
+	}
+	return "#d62728" // a third sender
+}
+
+// HTMLReport is what WriteHTML renders.
+type HTMLReport struct {
+	Title   string
+	Bin     string
+	When    time.Time
+	Took    time.Duration
+	Results []Result
+}
+
+// WriteHTML writes a self-contained page (inline CSS and SVG, no scripts, no
+// network): the verdict of each step, its failure explained, and the timeline
+// of step 8's crash story (and of any failed step).
+func WriteHTML(w io.Writer, rep HTMLReport) error {
+	return htmlTmpl.Execute(w, rep)
+}
+
+var htmlTmpl = template.Must(template.New("report").Funcs(template.FuncMap{
+	"secs": func(d time.Duration) string { return fmt.Sprintf("%.2f s", d.Seconds()) },
+	// code shows `x` as <code>x</code>, escaping everything else.
+	"code": func(s string) template.HTML {
+		parts := strings.Split(s, "`")
+		var b strings.Builder
+		for i, p := range parts {
+			if i%2 == 1 && i < len(parts)-1 {
+				b.WriteString("<code>" + template.HTMLEscapeString(p) + "</code>")
+			} else {
+				if i%2 == 1 {
+					b.WriteString("`")
+				}
+				b.WriteString(template.HTMLEscapeString(p))
+			}
+		}
+		return template.HTML(b.String())
+	},
+	"passed": func(rs []Result) int {
+		n := 0
+		for _, r := range rs {
+			if r.Pass {
+				n++
+			}
+		}
+		return n
+	},
+}).Parse(`<!doctype html>
+<html lang="en"><head><meta charset="utf-8">
+<title>{{.Title}}</title>
+<style>
+body{font:15px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2rem auto;max-width:1200px;padding:0 1rem;color:#222}
+h1{font-size:1.5rem;margin-bottom:.2rem} .meta{color:#666;margin-top:0}
+table.steps{border-collapse:collapse;width:100%;margin:1rem 0}
+table.steps td,table.steps th{padding:.45rem .6rem;border-bottom:1px solid #ddd;vertical-align:top;text-align:left}
+.PASS{color:#fff;background:#2e7d32;border-radius:4px;padding:.1rem .45rem;font-weight:bold}
+.FAIL{color:#fff;background:#c62828;border-radius:4px;padding:.1rem .45rem;font-weight:bold}
+.why{color:#555;font-size:.9em}
+.fail{background:#fff3f3;border-left:4px solid #c62828;padding:.5rem .8rem;margin:.4rem 0;white-space:pre-wrap;font-family:ui-monospace,Menlo,Consolas,monospace;font-size:.85em}
+section.step{margin:2rem 0} .tl{overflow-x:auto;border:1px solid #ddd;border-radius:6px;margin:.5rem 0 1.2rem}
+h3{margin:.8rem 0 .2rem;font-size:1rem}
+details pre{white-space:pre-wrap;font-size:.8em;background:#fafafa;padding:.6rem;border:1px solid #eee}
+</style></head><body>
+<h1>{{.Title}}</h1>
+<p class="meta">{{passed .Results}} of {{len .Results}} steps passed in {{secs .Took}} · executables: <code>{{.Bin}}</code> · {{.When.Format "2006-01-02 15:04:05 MST"}}</p>
+<table class="steps" id="steps">
+<tr><th></th><th>step</th><th>what it checks · why it matters</th><th>time</th></tr>
+{{range .Results}}<tr id="step-{{.Step.Num}}">
+<td>{{if .Pass}}<span class="PASS">PASS</span>{{else}}<span class="FAIL">FAIL</span>{{end}}</td>
+<td><b>{{.Step.Num}}</b>&nbsp;{{.Step.Slug}}</td>
+<td><b>{{.Step.Title}}</b><br>{{code .Step.Checks}}<br><span class="why">Why: {{code .Step.Why}}</span>
+{{if not .Pass}}<div class="fail">{{.Detail}}</div>{{end}}</td>
+<td>{{secs .Took}}</td></tr>
+{{end}}</table>
+{{range .Results}}{{if or (eq .Step.Num 8) (not .Pass)}}
+<section class="step" id="timelines-step{{.Step.Num}}">
+<h2>Step {{.Step.Num}}: {{.Step.Title}} — timeline</h2>
+<p class="why">Top to bottom in real time; one column per process. A cross is a kill or a crash exit; red is a refusal or a failure. <i>t=</i> is the injected clock the event ran under.</p>
+{{range .Timelines}}<h3>{{.Title}}</h3><div class="tl">{{.SVG}}</div>{{end}}
+<details><summary>the story, as the harness told it</summary><pre>{{.Narrative}}</pre></details>
+</section>{{end}}{{end}}
+</body></html>
+`))

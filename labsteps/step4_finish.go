@@ -1,0 +1,84 @@
+package labsteps
+
+import "fmt"
+
+var step4 = Step{
+	Num: 4, Slug: "finish",
+	Title: "Finish: ok/permanent/retry, exhausted and deadline, stale tokens, nothing lost, lease released",
+	Checks: "Five leased jobs are finished down every path: ok → done; permanent → dead(permanent); retry with " +
+		"budget → pending at now+backoff; retry at the last attempt → dead(exhausted); retry whose next try is " +
+		"at the deadline → dead(deadline). On every path id, qty, token and attempts are kept and owner and " +
+		"lease_until become null. A finish with a token from the future or the past, on a job no longer leased, " +
+		"or for an unknown id returns applied=false (exit 12) and changes nothing. The lease's expiry is not " +
+		"checked: the token is the fence.",
+	Why: "finish is where a delivery's evidence is written down. Deleting the id or qty loses the order; keeping " +
+		"an owner on a finished job blocks nothing but lies; and a stale holder that can still finish overwrites " +
+		"the work of the sender that took over.",
+	run: runStep4,
+}
+
+func runStep4(h *Harness) {
+	h.Init()
+	ids := []string{"f-dl", "f-ex", "f-ok", "f-perm", "f-retry"}
+	for _, id := range ids {
+		extra := []string{}
+		switch id {
+		case "f-ex":
+			extra = []string{"--max-attempts", "1"}
+		case "f-dl":
+			extra = []string{"--deadline-ms", "300"} // any retry from t0 on lands past it
+		}
+		h.MustEnqueue(id, 7, t0, extra...)
+	}
+	held := map[string]Job{}
+	for range ids {
+		c := h.Claim("A", t0, 30000)
+		h.ExpectExit("claim at t0 while jobs are due", 0, c.Run, "five jobs are due and none is leased")
+		held[c.Job.ID] = c.Job
+	}
+	h.Equal("five claims got five jobs", 5, len(held), "a leased job is not handed out twice")
+
+	// Stale tokens first, while f-ok is leased under token 1.
+	ok := held["f-ok"]
+	whyStale := "the token is the fence: only the holder of the current grant may record an outcome, so a " +
+		"sender that lost its lease can never overwrite the work of the one that took over"
+	h.ExpectNotApplied("finish f-ok with token 2 (a grant that never happened)", h.Finish("f-ok", ok.Token+1, "ok", t0+1), ok, whyStale)
+	h.ExpectNotApplied("finish f-ok with token 0 (an older grant)", h.Finish("f-ok", ok.Token-1, "ok", t0+1), ok, whyStale)
+	unk := h.Finish("no-such-order", 1, "ok", t0+1)
+	h.ExpectExit("finish of an unknown id: exit code", 12, unk.Run, "an unknown id is not applied, like a stale token")
+	h.Equal("finish of an unknown id: answer", "applied=false job=null",
+		fmt.Sprintf("applied=%t job=%s", unk.Applied, show(unk.Job)), "there is no job to report")
+
+	// Every path, each after the lease itself has run out: the token decides, not the clock.
+	late := int64(t0 + 30000 + 1)
+	type path struct {
+		id, outcome, want string
+		availableAt       int64
+		why               string
+	}
+	paths := []path{
+		{"f-ok", "ok", "done", t0, "a delivered order is done, and done is final"},
+		{"f-perm", "permanent", "dead(permanent)", t0, "a refusal the receiver will repeat is quarantined at once, not retried"},
+		{"f-retry", "retry", "pending", late + expectedBackoff("f-retry", 1), "a temporary failure with budget left is tried again after the backoff"},
+		{"f-ex", "retry", "dead(exhausted)", t0, "the last attempt failed: quarantine it with its evidence instead of retrying forever"},
+		{"f-dl", "retry", "dead(deadline)", t0, "the next try would be past the order's deadline: quarantine it rather than deliver it too late"},
+	}
+	for _, p := range paths {
+		before := held[p.id]
+		j := h.MustFinish(p.id, before.Token, p.outcome, late)
+		h.Equal(fmt.Sprintf("finish %s %s after lease_until: state", p.id, p.outcome), p.want, stateReason(*j), p.why)
+		h.Equal(fmt.Sprintf("finish %s: id, qty, token and attempts are kept; owner and lease_until released", p.id),
+			fmt.Sprintf("id=%s qty=7 token=%d attempts=%d owner=null lease_until=null", p.id, before.Token, before.Attempts),
+			fmt.Sprintf("id=%s qty=%d token=%d attempts=%d owner=%s lease_until=%s", j.ID, j.Qty, j.Token, j.Attempts, show(j.Owner), show(j.LeaseUntil)),
+			"no path deletes the business id or the quantity, and every path ends the lease: owner and lease_until exist only while leased")
+		h.Equal(fmt.Sprintf("finish %s: available_at", p.id), p.availableAt, j.AvailableAt,
+			"only a retry reschedules the job, to now + backoff(id, attempts)")
+	}
+
+	// A finish on a job that is no longer leased, with the token that was right a moment ago.
+	done := h.MustShow("f-ok").Job
+	h.ExpectNotApplied("finish f-ok ok again with its old token after it is done", h.Finish("f-ok", ok.Token, "ok", late+1), done, whyStale)
+	pend := h.MustShow("f-retry").Job
+	h.ExpectNotApplied("finish f-retry again with its token while it is pending", h.Finish("f-retry", pend.Token, "permanent", late+1), pend,
+		"a finish applies only to a leased job: once decided, a duplicate report must not decide it again")
+}
