@@ -41,7 +41,10 @@ type verb struct {
 	summary  string
 	needsDB  bool
 	required []string // flags that must be given; checked before the file is opened
-	setup    func(fs *flag.FlagSet) func(ctx context.Context, env *env) error
+	// positional names the flag one bare argument stands for, so that
+	// `queuectl investigate o-1 --note T-1` reads as it is spoken.
+	positional string
+	setup      func(fs *flag.FlagSet) func(ctx context.Context, env *env) error
 }
 
 // verbs is filled by each file's init, so operator verbs live beside the
@@ -115,6 +118,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return nil
 		}
 		return exitcode.Usagef("%s: %v. Try: queuectl %s -h", name, err, name)
+	}
+	if fs.NArg() > 0 && v.positional != "" {
+		if f := fs.Lookup(v.positional); f != nil && f.Value.String() == f.DefValue {
+			fs.Set(v.positional, fs.Arg(0))
+			if err := fs.Parse(fs.Args()[1:]); err != nil {
+				return exitcode.Usagef("%s: %v. Try: queuectl %s -h", name, err, name)
+			}
+		}
 	}
 	if fs.NArg() > 0 {
 		return exitcode.Usagef("%s: unexpected argument %q. Try: queuectl %s -h", name, fs.Arg(0), name)

@@ -91,6 +91,12 @@ func TestLabStoryThroughTheCLI(t *testing.T) {
 	if r := qc(t, "finish", "--db", db, "--id", "o-1", "--token", "1", "--outcome", "ok", "--json"); r.code != 12 || !strings.Contains(r.stdout, `"applied":false`) {
 		t.Fatalf("late finish with token 1 = exit %d %q, want 12 and applied false", r.code, r.stdout)
 	}
+	if inv := mustQC(t, "investigate", "o-1", "--db", db, "--note", "INC-1", "--now-ms", "1550")["investigation"].(map[string]any); inv["job_id"] != "o-1" {
+		t.Fatalf("investigate with a bare id = %v", inv)
+	}
+	if r := qc(t, "investigate", "o-1", "o-2", "--db", db, "--note", "INC-1"); r.code != 2 {
+		t.Fatalf("investigate with two bare ids: exit %d, want 2", r.code)
+	}
 	done := mustQC(t, "finish", "--db", db, "--id", "o-1", "--token", "2", "--outcome", "ok", "--now-ms", "1600")["job"].(map[string]any)
 	if done["state"] != "done" || done["qty"] != 7.0 || done["owner"] != nil || done["lease_until"] != nil {
 		t.Fatalf("after B's finish: %v", done)

@@ -105,7 +105,7 @@ func init() {
 
 	// "redrive" (single and bulk) is registered in ops.go.
 
-	verbs["investigate"] = verb{summary: "record that someone looked at a job", needsDB: true, required: []string{"id", "note"},
+	verbs["investigate"] = verb{summary: "record that someone looked at a job (ID may be given bare)", needsDB: true, required: []string{"id", "note"}, positional: "id",
 		setup: func(fs *flag.FlagSet) func(context.Context, *env) error {
 			id := fs.String("id", "", "order id (required)")
 			note := fs.String("note", "", "ticket id of the investigation (required)")
@@ -120,7 +120,7 @@ func init() {
 			}
 		}}
 
-	verbs["show"] = verb{summary: "a job with its redrive and investigation history", needsDB: true, required: []string{"id"},
+	verbs["show"] = verb{summary: "a job with its redrive and investigation history (ID may be given bare)", needsDB: true, required: []string{"id"}, positional: "id",
 		setup: func(fs *flag.FlagSet) func(context.Context, *env) error {
 			id := fs.String("id", "", "order id (required)")
 			return func(ctx context.Context, e *env) error {
