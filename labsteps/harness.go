@@ -505,6 +505,10 @@ func (h *Harness) start(name, lane, prog string, clock int64, describe func(Line
 	// cleanup at the end of the step), so that it knows who killed whom.
 	p.cmd = exec.Command(filepath.Join(h.Bin, prog), args...)
 	p.cmd.Dir = h.Dir
+	// Its own process group, so that a kill reaches whatever it forked too: a
+	// child left holding stdout would otherwise keep the harness waiting for
+	// an end of file that never comes.
+	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	stdout, err := p.cmd.StdoutPipe()
 	if err != nil {
 		h.Fatalf("start "+name, "the process starts", "nothing can be checked without it", "%v", err)
@@ -514,7 +518,7 @@ func (h *Harness) start(name, lane, prog string, clock int64, describe func(Line
 		h.Fatalf("start "+name, "the process starts", "nothing can be checked without it", "%s: %v", cmdline(prog, args), err)
 	}
 	h.keepLog(p.Logs, func() ([]byte, []byte) {
-		<-p.done
+		p.waitDone(5 * time.Second)
 		var out bytes.Buffer
 		for _, l := range p.Lines() {
 			out.WriteString(l.Text + "\n")
@@ -674,8 +678,37 @@ func (p *Proc) observed() string {
 	} else {
 		b.WriteString("; still running after " + p.h.WaitLimit.String())
 	}
-	b.WriteString(" (stderr: " + p.Logs + ".stderr)")
+	b.WriteString(p.stderrHint())
 	return b.String()
+}
+
+// stderrHint points at the process's stderr for a failure message, quoting
+// its first line once the process has ended. Call with p.mu held.
+func (p *Proc) stderrHint() string {
+	// Once exited is set, os/exec has finished writing p.stderr.
+	if p.exited {
+		if line := firstLine(p.stderr.String()); line != "" {
+			return " (stderr: " + line + "; all of it in " + p.Logs + ".stderr)"
+		}
+	}
+	return " (stderr: " + p.Logs + ".stderr)"
+}
+
+// StderrHint is stderrHint for callers outside the lock.
+func (p *Proc) StderrHint() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.stderrHint()
+}
+
+// firstLine is the first non-blank line of s, trimmed and bounded.
+func firstLine(s string) string {
+	for _, l := range strings.Split(s, "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			return trim(l)
+		}
+	}
+	return ""
 }
 
 // Wait waits for the process to end and returns its exit code and signal.
@@ -698,7 +731,26 @@ func (p *Proc) Kill() {
 		p.h.Narrate("harness: kill -9 %s (pid %d)", p.Name, p.Pid)
 		p.cmd.Process.Signal(syscall.SIGKILL)
 	}
-	<-p.done
+	p.killGroup()
+	p.waitDone(5 * time.Second)
+}
+
+// killGroup kills what the process left behind in its group (it may have
+// exited itself while a child it forked still holds its stdout).
+func (p *Proc) killGroup() { syscall.Kill(-p.Pid, syscall.SIGKILL) }
+
+// waitDone waits for the process's output to end and its exit to be
+// recorded, at most limit: a process that escaped its group must not hang
+// the lab.
+func (p *Proc) waitDone(limit time.Duration) bool {
+	t := time.NewTimer(limit)
+	defer t.Stop()
+	select {
+	case <-p.done:
+		return true
+	case <-t.C:
+		return false
+	}
 }
 
 // onCleanup registers f to run when the step (or part) ends.
@@ -727,12 +779,10 @@ func (h *Harness) cleanup() {
 		if ex, _, _ := p.Exited(); !ex {
 			p.cmd.Process.Signal(syscall.SIGKILL)
 		}
+		p.killGroup()
 	}
 	for _, p := range procs {
-		select {
-		case <-p.done:
-		case <-time.After(5 * time.Second):
-		}
+		p.waitDone(5 * time.Second)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"encoding/xml"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"os"
@@ -171,40 +172,39 @@ func mutant(t *testing.T, name string) mutants.Mutant {
 	return mutants.Mutant{}
 }
 
-// Every wrong answer is rejected by the step its patch names, while the
-// reference passes that step.
-func TestMutantsAreRejected(t *testing.T) {
+// Every wrong answer still applies to the reference, names steps that exist
+// and that the reference passes. Building and grading them all is `lab
+// selftest`'s job (CI runs it after the lab): 22 builds would double this
+// package's test time, and selftest does it once for everything.
+func TestMutantsApply(t *testing.T) {
 	all, err := mutants.All()
+	if errors.Is(err, mutants.ErrNoPatches) {
+		t.Skip(err)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(all) < 4 {
-		t.Fatalf("%d mutants, want at least the seed's three and check-then-act", len(all))
+	if len(all) < 12 {
+		t.Fatalf("%d mutants, want at least 12", len(all))
+	}
+	root, err := mutants.ModuleRoot(".")
+	if err != nil {
+		t.Fatal(err)
 	}
 	ref := reference(t)
 	for _, m := range all {
 		t.Run(m.Name, func(t *testing.T) {
-			if !ref[m.Step-1].Pass {
-				t.Fatalf("the reference fails step %d too, so rejecting %s proves nothing", m.Step, m.Name)
-			}
-			bin := mutantBin(t, m)
-			results := labsteps.RunSteps(context.Background(), cfg(t, bin), labsteps.Steps(), nil)
-			var failed []string
-			for _, r := range results {
-				if !r.Pass {
-					failed = append(failed, fmt.Sprint(r.Step.Num))
+			t.Parallel()
+			for _, s := range m.Steps {
+				if s < 1 || s > len(ref) {
+					t.Fatalf("step %d does not exist", s)
+				}
+				if !ref[s-1].Pass {
+					t.Errorf("the reference fails step %d too, so rejecting %s there proves nothing", s, m.Name)
 				}
 			}
-			t.Logf("%s (%s) is rejected by steps %s", m.Name, m.Comment, strings.Join(failed, ", "))
-			r := results[m.Step-1]
-			if r.Pass {
-				t.Fatalf("step %d passed mutant %s (%s)", m.Step, m.Name, m.Comment)
-			}
-			if r.Problem != "" || r.Failed() == nil {
-				t.Fatalf("step %d failed mutant %s with a harness problem rather than a check: %s", m.Step, m.Name, r.Problem)
-			}
-			if r.LogDir == "" || !strings.Contains(r.Detail(), r.LogDir) {
-				t.Errorf("a failure must say where the logs are; detail:\n%s", r.Detail())
+			if err := m.Apply(context.Background(), root, t.TempDir()); err != nil {
+				t.Fatal(err)
 			}
 		})
 	}
@@ -228,6 +228,9 @@ func TestRaceIsForcedNotLucky(t *testing.T) {
 		{"check-then-act", func() string { return mutantBin(t, mutant(t, "check-then-act")) }, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			if tc.name != "reference" && !mutants.Available() {
+				t.Skip(mutants.ErrNoPatches)
+			}
 			bin := tc.bin()
 			c := cfg(t, bin)
 			c.Parallel = 4

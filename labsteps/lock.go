@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	_ "modernc.org/sqlite" // the one place the lab opens the queue file itself
+	_ "modernc.org/sqlite" // the lab opens the queue file itself only here and in trap.go
 )
 
 // WriteLock is the queue file's write lock, held by the harness in an
@@ -24,8 +24,8 @@ type WriteLock struct {
 
 // HoldWriteLock opens the queue file and runs BEGIN IMMEDIATE, taking SQLite's
 // RESERVED lock: other processes can still read, but no one can start a write
-// until Release. This is the only place the lab touches the file directly, and
-// it never writes: the transaction is rolled back.
+// until Release. It never writes: the transaction is rolled back. (The only
+// other place the lab touches the file directly is Trap, in step 5.)
 func (h *Harness) HoldWriteLock() *WriteLock {
 	abs, _ := filepath.Abs(h.DB)
 	dsn := "file:" + (&url.URL{Path: abs}).EscapedPath() + "?mode=rw&_busy_timeout=5000"
@@ -144,7 +144,11 @@ func (h *Harness) WaitBlocked(limit time.Duration, procs ...*Proc) bool {
 			}
 			s, err := sampleProc(p.Pid)
 			if err != nil {
-				continue // gone: it is exiting
+				// Gone from /proc: it has been reaped. Wait until its end is
+				// recorded, so that the caller sees it exited rather than
+				// mistaking it for a process that is waiting.
+				p.wait(func() bool { return p.exited })
+				continue
 			}
 			if !s.sleeping || s.cpuNs != tr[i].last.cpuNs {
 				tr[i] = track{last: s, since: now}

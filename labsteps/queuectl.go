@@ -105,6 +105,10 @@ func (h *Harness) ExpectExit(what string, want int, r *Run, why string) {
 
 func stderrHint(r *Run) string {
 	if s := trim(r.Stderr); s != "" {
+		// A panic's trace or a long story: its first line, and where the rest is.
+		if n := strings.Count(strings.TrimSpace(r.Stderr), "\n"); n > 0 {
+			return fmt.Sprintf(" (stderr: %s … %d more lines in %s.stderr)", firstLine(r.Stderr), n, r.Logs)
+		}
 		return " (stderr: " + s + ")"
 	}
 	if s := trim(r.Stdout); s != "" {

@@ -37,7 +37,7 @@ func runStep2(h *Harness) {
 	case len(lines) > 0:
 		observed = fmt.Sprintf("printed %q while the harness held the write lock", lines[0].Text)
 	case ex:
-		observed = "ended with " + exitText(code, sig) + " while the lock was held (stderr: " + enq.Logs + ".stderr)"
+		observed = "ended with " + exitText(code, sig) + " while the lock was held" + enq.StderrHint()
 	case !blocked:
 		observed = "still running but never seen asleep within 2s; nothing printed"
 	}

@@ -8,7 +8,9 @@ var step3 = Step{
 	Checks: "A claim before the job's available_at finds nothing; at available_at it leases the job to its " +
 		"owner until now+lease with token 1 and attempts 1. Another owner finds nothing at lease_until−1 and " +
 		"reclaims at lease_until exactly, with token 2. A job backing off after a failure is skipped, and an " +
-		"independent job behind it is claimed instead; the backed-off job is claimable at its available_at, not before.",
+		"independent job behind it is claimed instead; the backed-off job is claimable at its available_at, not before. " +
+		"A spent job is quarantined by the claim, not handed out: one whose holder vanished on its last attempt " +
+		"becomes dead(exhausted) at lease_until, one never claimed before its deadline dead(deadline).",
 	Why: "The lease is what lets a second sender finish the work of one that died; the token, bumped by exactly " +
 		"one per grant, is what tells the two apart afterwards. Off by one at either boundary and a job is " +
 		"either handed to two senders at once or stuck a tick longer than promised.",
@@ -69,4 +71,26 @@ func runStep3(h *Harness) {
 	h.Equal("…gets p-slow with token 2, attempt 2", "p-slow token=2 attempts=2",
 		fmt.Sprintf("%s token=%d attempts=%d", c.Job.ID, c.Job.Token, c.Job.Attempts),
 		"each grant counts one attempt against the budget and bumps the token by one")
+
+	// Spent jobs are quarantined by the claim, not handed out (CONTRACT §2 claim, 1).
+	h.UseQueue("queue-spent.db")
+	h.Init()
+	h.MustEnqueue("s-last", 7, t0, "--max-attempts", "1")
+	h.MustEnqueue("s-late", 7, t0, "--deadline-ms", "3000")
+	c = h.Claim("A", t0, lease)
+	h.Equal("A claims s-last, its one and only attempt", "s-last token=1 attempts=1",
+		fmt.Sprintf("%s token=%d attempts=%d", c.Job.ID, c.Job.Token, c.Job.Attempts), "of two jobs due at t0, s-last comes first by id")
+	c = h.Claim("B", t0+lease, lease)
+	h.ExpectExit("A vanished; at lease_until B's claim finds nothing (exit 13)", 13, c.Run,
+		"s-last's only attempt is spent and s-late's deadline has passed: handing either out would exceed the "+
+			"budget or deliver too late, so the claim quarantines them instead")
+	spent := h.ShowAll("s-last", "s-late")
+	last, late := spent["s-last"].Job, spent["s-late"].Job
+	h.Equal("the claim quarantined s-last as exhausted and released A's lease, keeping its token",
+		"dead(exhausted) owner=null lease_until=null token=1 attempts=1",
+		fmt.Sprintf("%s owner=%s lease_until=%s token=%d attempts=%d", stateReason(last), show(last.Owner), show(last.LeaseUntil), last.Token, last.Attempts),
+		"the lost attempt of a crashed holder counts: the job is quarantined with its evidence, not retried past its budget")
+	h.Equal("…and s-late, never claimed, as deadline", "dead(deadline) token=0 attempts=0",
+		fmt.Sprintf("%s token=%d attempts=%d", stateReason(late), late.Token, late.Attempts),
+		"an order past its deadline is quarantined rather than delivered too late")
 }

@@ -10,7 +10,9 @@ var step5 = Step{
 	Title: "Redrive: refused unless dead, notes are ticket ids, audit row with the change, token never rolls back",
 	Checks: "Redrive is refused for a pending (exit 9), leased (10), done (11) and unknown (8) job, and for notes " +
 		"that are free text, non-ASCII, control characters, too long or not starting with a letter or digit " +
-		"(exit 3), each time with nothing written. For a dead job it writes the audit row (job_id, prev_token, " +
+		"(exit 3), each time with nothing written. A redrive whose state change fails (the lab makes every update of " +
+		"the job fail for a moment) leaves no audit row: the row and the change are one transaction. " +
+		"For a dead job it writes the audit row (job_id, prev_token, " +
 		"prev_reason, at_ms, note) and makes the job pending with attempts 0, available_at now and a new " +
 		"deadline, keeping the token. The next claim gets token 2, and the old holder's token 1 finish is refused.",
 	Why: "Quarantine only helps if getting out of it is deliberate and recorded. Restarting the attempt budget is " +
@@ -52,6 +54,20 @@ func runStep5(h *Harness) {
 		r := h.Redrive("r-dead", note, t0+2)
 		h.ExpectExit(fmt.Sprintf("redrive of r-dead with note %q is refused as invalid", note), 3, r.Run, whyNote)
 	}
+	// The audit row and the state change are one transaction: make the change
+	// fail after the audit row may have been written, and look for the row.
+	trap := h.TrapUpdates("r-dead")
+	failed := h.Redrive("r-dead", "TICKET-7", t0+3)
+	trap.Remove()
+	h.Check("a redrive of r-dead whose state change fails is reported as a failure",
+		failed.Run.Code != 0 || failed.Run.Signal != "", "a non-zero exit", failed.Run.Exit()+stderrHint(failed.Run),
+		"every update of r-dead was made to fail: a redrive that reports success here did not change the job")
+	s := h.MustShow("r-dead")
+	h.Equal("the failed redrive left no audit row and r-dead unchanged",
+		before["r-dead"].Job.Canon+" redrives=0", fmt.Sprintf("%s redrives=%d", s.Job.Canon, len(s.Redrives)),
+		"the audit row and the state change commit together or not at all: an audit row for a redrive that did "+
+			"not happen (written in its own transaction, before the change failed) is a false record")
+
 	after := h.ShowAll(ids...)
 	for _, id := range ids {
 		h.Equal(fmt.Sprintf("after the refusals, %s is unchanged and has no redrive row", id),
@@ -72,7 +88,7 @@ func runStep5(h *Harness) {
 		"a redrive is a fresh start for the budget: all attempts again, due now, a new deadline from the same window")
 	h.Equal("after the redrive: the token is not rolled back", dead.Token, j.Token,
 		"the token counts grants forever; resetting it would make an old holder's token valid again")
-	s := h.MustShow("r-dead")
+	s = h.MustShow("r-dead")
 	want := Redrive{JobID: "r-dead", PrevToken: dead.Token, PrevReason: "permanent", AtMs: at, Note: "TICKET-42"}
 	got := "none"
 	if len(s.Redrives) > 0 {

@@ -245,7 +245,7 @@ func (s SenderRun) Events() string {
 func (s SenderRun) Exit() string {
 	t := exitText(s.Code, s.Signal)
 	if s.Code != 0 {
-		t += " (stderr: " + s.Proc.Logs + ".stderr)"
+		t += s.Proc.StderrHint()
 	}
 	return t
 }

@@ -101,6 +101,9 @@ var (
 	ErrRedrivePending = errors.New("redrive refused: job is pending")
 	ErrRedriveLeased  = errors.New("redrive refused: job is leased")
 	ErrRedriveDone    = errors.New("redrive refused: job is done")
+	// ErrNotImplemented is what a learner's starter copy returns from the
+	// parts still to be written (docs/selftest.md); the reference never does.
+	ErrNotImplemented = errors.New("not implemented")
 )
 
 // Bounds on values, from CONTRACT.md §1.
@@ -159,6 +162,7 @@ func checkRange(what string, v, lo, hi int64) error {
 //
 //	d = min(cap, base·2^(attempt-1)); delay = d/2 + FNV-1a-64("<id>:<attempt>") mod (d/2+1)
 func Backoff(id string, attempt int) int64 {
+	// BEGIN SOLUTION backoff: d = min(cap, base*2^(attempt-1)); return d/2 + FNV-1a-64("<id>:<attempt>") mod (d/2+1) (CONTRACT.md §2 backoff)
 	if attempt < 1 {
 		attempt = 1
 	}
@@ -171,6 +175,8 @@ func Backoff(id string, attempt int) int64 {
 	h.Write([]byte(id + ":" + strconv.Itoa(attempt)))
 	half := d / 2
 	return half + int64(h.Sum64()%uint64(half+1))
+	// END SOLUTION backoff
+	// STARTER: panic(fmt.Errorf("backoff: %w (queue/queue.go: Backoff)", ErrNotImplemented))
 }
 
 // Job is one snack order and its delivery state. Times are ms since the epoch.
@@ -388,6 +394,7 @@ func (q *Queue) Enqueue(ctx context.Context, nj NewJob, now int64) (job Job, dup
 		checkRange("now ms", now, 0, 1<<62)); err != nil {
 		return Job{}, false, err
 	}
+	// BEGIN SOLUTION enqueue: insert the job and commit before returning; the same id and qty again is a duplicate that changes nothing, another qty is ErrConflict (CONTRACT.md §2 enqueue)
 	// One statement: the insert either happens or, for an existing id, does
 	// nothing. Rows are never deleted and qty never changes, so the read that
 	// follows a no-op insert sees the row that blocked it.
@@ -411,6 +418,8 @@ func (q *Queue) Enqueue(ctx context.Context, nj NewJob, now int64) (job Job, dup
 		return job, false, fmt.Errorf("enqueue %s with qty %d: %w %d", nj.ID, nj.Qty, ErrConflict, job.Qty)
 	}
 	return job, true, nil
+	// END SOLUTION enqueue
+	// STARTER: return Job{}, false, fmt.Errorf("enqueue %s: %w (queue/queue.go: Enqueue)", nj.ID, ErrNotImplemented)
 }
 
 // Get reads one job.
@@ -435,6 +444,7 @@ func (q *Queue) Claim(ctx context.Context, owner string, now, leaseMs int64) (jo
 		checkRange("now ms", now, 0, 1<<62)); err != nil {
 		return Job{}, false, err
 	}
+	// BEGIN SOLUTION claim: in one immediate transaction, quarantine spent jobs, then lease the first due job with attempts+1 and token+1 (CONTRACT.md §2 claim)
 	tx, err := q.db.BeginTx(ctx, nil)
 	if err != nil {
 		return Job{}, false, fmt.Errorf("claim: %w", classify(err))
@@ -468,6 +478,8 @@ func (q *Queue) Claim(ctx context.Context, owner string, now, leaseMs int64) (jo
 		return Job{}, false, fmt.Errorf("claim: commit: %w", classify(err))
 	}
 	return job, true, nil
+	// END SOLUTION claim
+	// STARTER: return Job{}, false, fmt.Errorf("claim: %w (queue/queue.go: Claim)", ErrNotImplemented)
 }
 
 // Finish records the outcome of the grant with this token. It applies only
@@ -483,6 +495,7 @@ func (q *Queue) Finish(ctx context.Context, id string, token int64, outcome Outc
 		checkRange("now ms", now, 0, 1<<62)); err != nil {
 		return Job{}, false, err
 	}
+	// BEGIN SOLUTION finish: only while leased under exactly this token: ok → done, permanent → dead, retry → exhausted, deadline or pending at now+backoff; release owner and lease (CONTRACT.md §2 finish)
 	tx, err := q.db.BeginTx(ctx, nil)
 	if err != nil {
 		return Job{}, false, fmt.Errorf("finish %s: %w", id, classify(err))
@@ -524,6 +537,8 @@ func (q *Queue) Finish(ctx context.Context, id string, token int64, outcome Outc
 		return Job{}, false, fmt.Errorf("finish %s: commit: %w", id, classify(err))
 	}
 	return job, true, nil
+	// END SOLUTION finish
+	// STARTER: return Job{}, false, fmt.Errorf("finish %s: %w (queue/queue.go: Finish)", id, ErrNotImplemented)
 }
 
 // Redrive brings a dead job back as pending with a fresh attempt budget and
@@ -534,6 +549,7 @@ func (q *Queue) Redrive(ctx context.Context, id, note string, now int64) (Job, R
 	if err := firstErr(CheckID("id", id), CheckNote(note), checkRange("now ms", now, 0, 1<<62)); err != nil {
 		return Job{}, Redrive{}, err
 	}
+	// BEGIN SOLUTION redrive: only a dead job; in one transaction insert the audit row and make the job pending with attempts 0 and a new deadline, keeping the token (CONTRACT.md §2 redrive)
 	tx, err := q.db.BeginTx(ctx, nil)
 	if err != nil {
 		return Job{}, Redrive{}, fmt.Errorf("redrive %s: %w", id, classify(err))
@@ -570,6 +586,8 @@ func (q *Queue) Redrive(ctx context.Context, id, note string, now int64) (Job, R
 		return Job{}, Redrive{}, fmt.Errorf("redrive %s: commit: %w", id, classify(err))
 	}
 	return job, rd, nil
+	// END SOLUTION redrive
+	// STARTER: return Job{}, Redrive{}, fmt.Errorf("redrive %s: %w (queue/queue.go: Redrive)", id, ErrNotImplemented)
 }
 
 // Investigate records that a person looked at a job, pointing at their ticket.

@@ -78,6 +78,7 @@ const maxBody = 1 << 20
 // It returns nil only for a 2xx whose body is a JSON object with an "ack"
 // member (exact, case-sensitive key) that is the literal true.
 func Classify(status int, body []byte, err error) error {
+	// BEGIN SOLUTION classify: nil only for a 2xx whose ack is the JSON boolean true; 5xx and transient transport errors ErrRetryable; 4xx ErrPermanent; other acks ErrBadAck; anything else ErrUnexpected (CONTRACT.md §4)
 	switch {
 	case status == 0 || (status >= 200 && status < 300 && err != nil):
 		if err == nil {
@@ -102,6 +103,8 @@ func Classify(status int, body []byte, err error) error {
 		return nil
 	}
 	return fmt.Errorf("%w: status %d", ErrUnexpected, status)
+	// END SOLUTION classify
+	// STARTER: return fmt.Errorf("classify: %w (sender/sender.go: Classify)", queue.ErrNotImplemented)
 }
 
 // Ack extracts the body's "ack" member, compacted, and reports whether the
@@ -304,6 +307,7 @@ func (s *Sender) now() int64 {
 // unexpected answers return ErrBadAck or ErrUnexpected with the job still
 // leased; a refused finish returns ErrStale.
 func (s *Sender) RunOnce(ctx context.Context) (Result, error) {
+	// BEGIN SOLUTION run-once: emit claiming, claim, emit claimed, POST, emit response, crash switch, classify, finish ok/retry/permanent under the token and emit finished; BadAck and unexpected results leave the job leased (CONTRACT.md §4)
 	if err := s.emit(Event{Kind: "claiming", Owner: s.Owner}); err != nil {
 		return Result{}, err
 	}
@@ -358,6 +362,8 @@ func (s *Sender) RunOnce(ctx context.Context) (Result, error) {
 		return res, fmt.Errorf("finish %s token %d: %w (job is %s, token %d)", job.ID, job.Token, ErrStale, after.State, after.Token)
 	}
 	return res, nil
+	// END SOLUTION run-once
+	// STARTER: return Result{}, fmt.Errorf("%w (sender/sender.go: RunOnce)", queue.ErrNotImplemented)
 }
 
 // Run repeats RunOnce until nothing is claimable or ctx is done, and returns

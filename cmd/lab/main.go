@@ -48,6 +48,10 @@ type usageErr struct{ msg string }
 func (u usageErr) Error() string { return u.msg }
 
 const usage = `usage: lab [run] [flags] [STEPS…]
+       lab grade [flags] SUBMISSION…     grade a cohort (docs/grading.md; lab grade -h)
+       lab merge --out DIR SHARDDIR…     join the results of lab grade --shard i/n
+       lab starter --out DIR             write a learner's copy with the solutions taken out
+       lab selftest                      prove the steps: reference passes, starter and every mutant fail
 
 Runs the numbered lab steps against an implementation's executables.
 STEPS: 8, 3-5, 1,4 (default: all). Flags may come before or after them.
@@ -60,6 +64,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		switch args[0] {
 		case "run":
 			args = args[1:]
+		case "starter":
+			return runStarter(ctx, args[1:], stdout, stderr)
+		case "grade":
+			return runGrade(ctx, args[1:], stdout, stderr)
+		case "merge":
+			return runMerge(ctx, args[1:], stdout, stderr)
+		case "selftest":
+			return runSelftest(ctx, args[1:], stdout, stderr)
 		case "help", "-h", "--help":
 			printUsage(stdout)
 			return nil

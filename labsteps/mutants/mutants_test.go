@@ -15,6 +15,9 @@ func TestParse(t *testing.T) {
 		wantErr     bool
 	}{
 		{"ok", "# Claims at the wrong time.\n# step: 3\n--- a/x\n+++ b/x\n", 3, "Claims at the wrong time.", false},
+		{"several steps", "# Claims at the wrong time.\n# step: 3, 7,8\n--- a/x\n", 3, "Claims at the wrong time.", false},
+		{"a step twice", "# Claims.\n# step: 3, 3\n--- a/x\n", 0, "", true},
+		{"empty step", "# Claims.\n# step:\n--- a/x\n", 0, "", true},
 		{"no step", "# Claims at the wrong time.\n--- a/x\n", 0, "", true},
 		{"bad step", "# Claims.\n# step: three\n--- a/x\n", 0, "", true},
 		{"no comment", "# step: 3\n--- a/x\n", 0, "", true},
@@ -32,16 +35,28 @@ func TestParse(t *testing.T) {
 	}
 }
 
-// The embedded set is the seed's three wrong answers and check-then-act, at least.
+// The embedded set: the seed's three wrong answers and check-then-act at
+// their steps, and at least twelve in all, each with a one-sentence comment.
 func TestAll(t *testing.T) {
 	all, err := mutants.All()
 	if err != nil {
 		t.Fatal(err)
 	}
+	if len(all) < 12 {
+		t.Errorf("%d mutants, want at least 12", len(all))
+	}
 	want := map[string]int{"expiry-boundary": 3, "token-reset": 5, "loose-ack": 6, "check-then-act": 7}
 	for _, m := range all {
-		if m.Step < 1 || m.Step > 8 {
-			t.Errorf("%s: step %d, want 1-8", m.Name, m.Step)
+		for _, s := range m.Steps {
+			if s < 1 || s > 8 {
+				t.Errorf("%s: step %d, want 1-8", m.Name, s)
+			}
+		}
+		if m.Step != m.Steps[0] {
+			t.Errorf("%s: Step %d, Steps %v", m.Name, m.Step, m.Steps)
+		}
+		if !strings.HasSuffix(m.Comment, ".") || strings.Count(m.Comment, ". ") > 0 {
+			t.Errorf("%s: the comment is not one sentence: %q", m.Name, m.Comment)
 		}
 		if !strings.Contains(string(m.Patch), "\n--- a/") {
 			t.Errorf("%s: not a unified diff with a/ b/ paths", m.Name)

@@ -1,0 +1,79 @@
+package main_test
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// `lab starter` writes a learner's copy that builds and vets, and whose lab
+// fails every step saying what is not implemented; it refuses to write into
+// a directory that holds anything.
+func TestStarter(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "copy")
+	r := lab(t, "starter", "--out", out)
+	if r.code != 0 {
+		t.Fatalf("lab starter: exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+	for _, want := range []string{"starter: wrote ", "queue/queue.go:", "(*Queue).Claim", "left out:", "labsteps/mutants/", "next: cd " + out + " && ./run-lab.sh"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("lab starter's report lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	before, err := os.ReadDir(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again := lab(t, "starter", "--out", out)
+	if again.code != 2 || !strings.Contains(again.stderr, "is not empty") || !strings.Contains(again.stderr, "nothing written") {
+		t.Errorf("lab starter into a non-empty dir: exit %d, stderr %q; want exit 2 saying it is not empty", again.code, again.stderr)
+	}
+	if after, _ := os.ReadDir(out); len(after) != len(before) {
+		t.Errorf("the refused run changed the dir: %d entries, then %d", len(before), len(after))
+	}
+
+	goCmd := func(args ...string) {
+		t.Helper()
+		cmd := exec.Command("go", args...)
+		cmd.Dir = out
+		if b, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("go %s in the learner's copy: %v\n%s", strings.Join(args, " "), err, b)
+		}
+	}
+	goCmd("build", "./...")
+	goCmd("vet", "./...")
+
+	run := exec.Command("./run-lab.sh", "--work", t.TempDir())
+	run.Dir = out
+	stdout, err := run.Output()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 {
+		t.Fatalf("run-lab.sh in the learner's copy: %v, want exit 1\n%s", err, stdout)
+	}
+	// Each step's failure names what is not implemented, and where.
+	blocks := regexp.MustCompile(`(?m)^FAIL  \d `).Split(string(stdout), -1)
+	if len(blocks) != 9 || !strings.Contains(string(stdout), "0/8 steps passed") {
+		t.Fatalf("want 8 failed steps:\n%s", stdout)
+	}
+	for i, b := range blocks[1:] {
+		if !regexp.MustCompile(`not implemented \((queue/queue|sender/sender|receiver/receiver)\.go: \w+\)`).MatchString(b) {
+			t.Errorf("step %d fails without naming what is not implemented:\n%s", i+1, b)
+		}
+	}
+}
+
+func TestSelftestUsage(t *testing.T) {
+	for _, args := range [][]string{{"selftest", "--repeat", "0"}, {"selftest", "--frobnicate"}, {"starter"}, {"starter", "--out", "x", "y"}} {
+		if r := lab(t, args...); r.code != 2 || !strings.Contains(r.stderr, "Try: lab ") {
+			t.Errorf("lab %s: exit %d, stderr %q; want exit 2 with a Try: hint", strings.Join(args, " "), r.code, r.stderr)
+		}
+	}
+	if r := lab(t, "selftest", "-h"); r.code != 0 || !strings.Contains(r.stdout, "selftest: N/N mutants rejected") {
+		t.Errorf("lab selftest -h: exit %d, stdout %q", r.code, r.stdout)
+	}
+	if r := lab(t, "selftest", "no-such-mutant"); r.code != 1 || !strings.Contains(r.stderr, `no mutant "no-such-mutant"`) {
+		t.Errorf("lab selftest no-such-mutant: exit %d, stderr %q", r.code, r.stderr)
+	}
+}

@@ -1,0 +1,477 @@
+package grade
+
+import (
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"html/template"
+	"io"
+	"io/fs"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"snacklab/labsteps"
+)
+
+// manifestName is the file that says which slice of which cohort an output
+// directory holds.
+const manifestName = "shard.json"
+
+// Manifest is written to every output directory (a run without --shard is
+// shard 0/1) and checked by Merge.
+type Manifest struct {
+	Shard  int      `json:"shard"`
+	Of     int      `json:"of"`
+	Cohort []string `json:"cohort"` // every submission's name, sorted
+	Graded []string `json:"graded"` // this shard's
+	Points Points   `json:"points"` // step → points
+	Runs   int      `json:"runs"`
+}
+
+func writeManifest(out string, m Manifest) error {
+	return writeFile(filepath.Join(out, manifestName), func(w io.Writer) error {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(m)
+	})
+}
+
+func readManifest(dir string) (Manifest, error) {
+	var m Manifest
+	b, err := os.ReadFile(filepath.Join(dir, manifestName))
+	if err != nil {
+		return m, fmt.Errorf("%s is not the output of lab grade: %w", dir, err)
+	}
+	if err := json.Unmarshal(b, &m); err != nil {
+		return m, fmt.Errorf("%s: %w", filepath.Join(dir, manifestName), err)
+	}
+	return m, nil
+}
+
+// CohortInfo is what the cohort reports say about the run.
+type CohortInfo struct {
+	Points Points
+	Runs   int
+	Shard  Shard
+	Cohort int // submissions in the whole cohort
+	When   time.Time
+}
+
+// WriteCohort writes grades.csv, grades.md and grades.html for recs into out.
+func WriteCohort(out string, recs []Record, info CohortInfo) error {
+	t := newTable(recs, info)
+	return joinErr(
+		writeFile(filepath.Join(out, "grades.csv"), t.csv),
+		writeFile(filepath.Join(out, "grades.md"), t.markdown),
+		writeFile(filepath.Join(out, "grades.html"), t.html),
+	)
+}
+
+func joinErr(errs ...error) error {
+	for _, e := range errs {
+		if e != nil {
+			return e
+		}
+	}
+	return nil
+}
+
+// table is the cohort: submission × step.
+type table struct {
+	Info  CohortInfo
+	Steps []labsteps.Step
+	Recs  []Record
+	Max   float64
+}
+
+func newTable(recs []Record, info CohortInfo) table {
+	return table{Info: info, Steps: info.Points.Steps(), Recs: recs, Max: info.Points.Max()}
+}
+
+// step finds step n of a record (records carry only their graded steps).
+func (t table) step(r Record, n int) (StepRecord, bool) {
+	for _, s := range r.Steps {
+		if s.Num == n {
+			return s, true
+		}
+	}
+	return StepRecord{}, false
+}
+
+// note says what a reader must know about a row: why it was not graded, or
+// which steps were flaky.
+func (t table) note(r Record) string {
+	if r.Problem != "" {
+		return firstLine(r.Problem)
+	}
+	var parts []string
+	for _, s := range r.Flaky() {
+		parts = append(parts, fmt.Sprintf("step %d flaky (%d/%d runs)", s.Num, s.Passes, s.Runs))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// csvSafe keeps a spreadsheet from reading a cell as a formula.
+func csvSafe(s string) string {
+	if s != "" && strings.ContainsRune("=+-@\t\r", rune(s[0])) {
+		return "'" + s
+	}
+	return s
+}
+
+func (t table) csv(w io.Writer) error {
+	cw := csv.NewWriter(w)
+	head := []string{"submission"}
+	for _, s := range t.Steps {
+		head = append(head, s.Name())
+	}
+	head = append(head, "total", "max", "percent", "status", "note")
+	cw.Write(head)
+	for _, r := range t.Recs {
+		row := []string{csvSafe(r.Name)}
+		for _, st := range t.Steps {
+			s, _ := t.step(r, st.Num)
+			row = append(row, num(s.Score))
+		}
+		status := "graded"
+		if r.Problem != "" {
+			status = "not graded"
+			if r.Kind == KindModule && r.BuildOut != "" {
+				status = "build failed"
+			}
+		}
+		row = append(row, num(r.Score), num(r.Max), percent(r.Score, r.Max), status, csvSafe(t.note(r)))
+		cw.Write(row)
+	}
+	cw.Flush()
+	return cw.Error()
+}
+
+// mdCell escapes a Markdown table cell.
+func mdCell(s string) string {
+	s = strings.ReplaceAll(s, "|", `\|`)
+	return strings.ReplaceAll(s, "\n", " ")
+}
+
+func (t table) mark(s StepRecord) string {
+	switch s.Status() {
+	case "passed":
+		return "✓ " + num(s.Score)
+	case "flaky":
+		return fmt.Sprintf("~ 0 (%d/%d)", s.Passes, s.Runs)
+	case "not run":
+		return "· 0"
+	}
+	return "✗ 0"
+}
+
+// Summary is the verdict of the cohort in two sentences.
+func (t table) Summary() []string {
+	n := len(t.Recs)
+	full, notGraded, flaky := 0, 0, 0
+	total := 0.0
+	for _, r := range t.Recs {
+		total += r.Score
+		if r.Problem != "" {
+			notGraded++
+		}
+		if r.Max > 0 && r.Score == r.Max {
+			full++
+		}
+		if len(r.Flaky()) > 0 {
+			flaky++
+		}
+	}
+	mean := 0.0
+	if n > 0 {
+		mean = total / float64(n)
+	}
+	scope := fmt.Sprintf("%d submissions", n)
+	if t.Info.Shard.N > 1 {
+		scope = fmt.Sprintf("%d of the cohort's %d submissions (shard %s)", n, t.Info.Cohort, t.Info.Shard)
+	}
+	runs := "each run once"
+	if t.Info.Runs > 1 {
+		runs = fmt.Sprintf("each run %d times; a step scores only if it passed every run", t.Info.Runs)
+	}
+	return []string{
+		fmt.Sprintf("%s, %s; points %s (max %s).", scope, runs, t.Info.Points, num(t.Max)),
+		fmt.Sprintf("Mean %s of %s; %d with full marks; %d not graded (missing, not a submission, or the build failed); %d with a flaky step.",
+			num(mean), num(t.Max), full, notGraded, flaky),
+	}
+}
+
+// passRate is how many of the graded (run) submissions passed step n.
+func (t table) passRate(n int) (passed, ran int) {
+	for _, r := range t.Recs {
+		if s, ok := t.step(r, n); ok && s.Runs > 0 {
+			ran++
+			if s.Status() == "passed" {
+				passed++
+			}
+		}
+	}
+	return
+}
+
+func (t table) markdown(w io.Writer) error {
+	var b strings.Builder
+	b.WriteString("# snacklab grades\n\n")
+	for _, l := range t.Summary() {
+		b.WriteString(l + "\n")
+	}
+	b.WriteString("\n✓ passed · ✗ failed · ~ flaky (passed some runs, scores 0) · · not run\n\n| submission |")
+	for _, s := range t.Steps {
+		fmt.Fprintf(&b, " %d %s |", s.Num, s.Slug)
+	}
+	b.WriteString(" total | % | note |\n|---|")
+	for range t.Steps {
+		b.WriteString("---|")
+	}
+	b.WriteString("---:|---:|---|\n")
+	for _, r := range t.Recs {
+		fmt.Fprintf(&b, "| %s |", mdCell(r.Name))
+		for _, st := range t.Steps {
+			s, _ := t.step(r, st.Num)
+			fmt.Fprintf(&b, " %s |", t.mark(s))
+		}
+		fmt.Fprintf(&b, " %s | %s | %s |\n", num(r.Score), percent(r.Score, r.Max), mdCell(t.note(r)))
+	}
+	b.WriteString("\n## Steps\n\n| step | points | passed |\n|---|---:|---:|\n")
+	for _, s := range t.Steps {
+		p, ran := t.passRate(s.Num)
+		fmt.Fprintf(&b, "| %d %s — %s | %s | %d of %d |\n", s.Num, s.Slug, mdCell(s.Title), num(t.Info.Points[s.Num]), p, ran)
+	}
+	var issues []string
+	for _, r := range t.Recs {
+		if r.Problem != "" {
+			issues = append(issues, fmt.Sprintf("- **%s** (`%s`): %s", r.Name, r.Source, mdCell(firstLine(r.Problem))))
+		}
+		for _, s := range r.Steps {
+			if s.Status() == "failed" || s.Status() == "flaky" {
+				line := fmt.Sprintf("- **%s** step %d %s", r.Name, s.Num, s.Slug)
+				if s.Flaky {
+					line += fmt.Sprintf(" (flaky, %d of %d runs passed)", s.Passes, s.Runs)
+				}
+				line += ": " + mdCell(s.Reason)
+				if s.Replay != "" {
+					line += "  \n  replay: `" + s.Replay + "`"
+				}
+				if len(s.Kept) > 0 {
+					line += "  \n  kept: `" + s.Kept[0] + "`"
+				}
+				issues = append(issues, line)
+			}
+		}
+	}
+	if len(issues) > 0 {
+		b.WriteString("\n## Failures\n\n" + strings.Join(issues, "\n") + "\n")
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func (t table) html(w io.Writer) error { return cohortTmpl.Execute(w, t) }
+
+var cohortTmpl = template.Must(template.New("grades").Funcs(template.FuncMap{
+	"num":     num,
+	"percent": percent,
+	"cell": func(t table, r Record, n int) StepRecord {
+		s, _ := t.step(r, n)
+		return s
+	},
+	"note": func(t table, r Record) string { return t.note(r) },
+	"rate": func(t table, n int) string {
+		p, ran := t.passRate(n)
+		return fmt.Sprintf("%d/%d", p, ran)
+	},
+	"pts":  func(p Points, n int) string { return num(p[n]) },
+	"href": func(r Record, f string) string { return r.Name + "/" + f },
+}).Parse(`<!doctype html>
+<html lang="en"><head><meta charset="utf-8">
+<title>snacklab grades</title>
+<style>
+body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2rem auto;max-width:1400px;padding:0 1rem;color:#222}
+h1{font-size:1.4rem;margin-bottom:.2rem} p.meta{color:#555;margin:.2rem 0}
+table{border-collapse:collapse;margin:1rem 0}
+td,th{padding:.3rem .5rem;border:1px solid #ddd;text-align:center;vertical-align:top}
+th{background:#f4f4f4;font-weight:600} td.name{text-align:left;white-space:nowrap} td.note{text-align:left;color:#555;max-width:40rem}
+td.passed{background:#e6f4ea} td.failed{background:#fce8e6;color:#a50e0e} td.flaky{background:#fef7e0;color:#8a5a00} td.notrun{background:#f1f3f4;color:#777}
+td.total{font-weight:700}
+.legend span{display:inline-block;padding:0 .4rem;margin-right:.4rem;border-radius:3px}
+</style></head><body>
+<h1>snacklab grades</h1>
+{{range .Summary}}<p class="meta">{{.}}</p>{{end}}
+<p class="legend"><span class="" style="background:#e6f4ea">passed</span><span style="background:#fce8e6">failed</span><span style="background:#fef7e0">flaky: passed some runs, scores 0</span><span style="background:#f1f3f4">not run</span> · hover a cell for the reason</p>
+<table id="grades">
+<tr><th>submission</th>{{range .Steps}}<th title="{{.Title}}">{{.Num}}<br>{{.Slug}}<br><small>{{pts $.Info.Points .Num}} pts</small></th>{{end}}<th>total</th><th>%</th><th>note</th></tr>
+{{range $r := .Recs}}<tr id="sub-{{$r.Name}}"><td class="name"><a href="{{href $r "results.json"}}">{{$r.Name}}</a>{{if not $r.Problem}} · <a href="{{href $r "report.html"}}">report</a>{{end}}</td>
+{{range $.Steps}}{{$s := cell $ $r .Num}}<td class="{{if eq $s.Status "not run"}}notrun{{else}}{{$s.Status}}{{end}}" title="{{if $s.Reason}}{{$s.Reason}}{{else}}{{$s.Status}}{{end}}{{if $s.Replay}}&#10;replay: {{$s.Replay}}{{end}}">{{num $s.Score}}{{if $s.Flaky}}<br><small>{{$s.Passes}}/{{$s.Runs}}</small>{{end}}</td>{{end}}
+<td class="total">{{num $r.Score}}</td><td>{{percent $r.Score $r.Max}}</td><td class="note">{{note $ $r}}</td></tr>
+{{end}}<tr><th>passed</th>{{range .Steps}}<th>{{rate $ .Num}}</th>{{end}}<th colspan="3"></th></tr>
+</table>
+</body></html>
+`))
+
+// ---- merge ----
+
+// MergeReport is what Merge joined.
+type MergeReport struct {
+	Records []Record
+	Shards  int
+}
+
+// Merge joins the output directories of the shards of one cohort into out:
+// it checks that they are the shards 0…n-1 of the same cohort, graded with
+// the same points and runs, each exactly once, that together they graded
+// every submission exactly once; then copies each submission's directory
+// and rebuilds grades.csv, grades.md and grades.html from the results.json
+// files.
+func Merge(out string, shardDirs []string) (*MergeReport, error) {
+	if len(shardDirs) == 0 {
+		return nil, fmt.Errorf("no shard directories to merge")
+	}
+	outAbs, err := filepath.Abs(out)
+	if err != nil {
+		return nil, err
+	}
+	ms := make([]Manifest, len(shardDirs))
+	for i, d := range shardDirs {
+		abs, err := filepath.Abs(d)
+		if err != nil {
+			return nil, err
+		}
+		if abs == outAbs {
+			return nil, fmt.Errorf("--out %s is one of the shard directories; merge into a new directory", out)
+		}
+		if ms[i], err = readManifest(d); err != nil {
+			return nil, err
+		}
+	}
+	first := ms[0]
+	byIndex := map[int]string{}
+	owner := map[string]string{}
+	for i, m := range ms {
+		d := shardDirs[i]
+		switch {
+		case m.Of != first.Of:
+			return nil, fmt.Errorf("%s is shard %d/%d but %s is shard %d/%d: shards of one cohort share n", d, m.Shard, m.Of, shardDirs[0], first.Shard, first.Of)
+		case !slices.Equal(m.Cohort, first.Cohort):
+			return nil, fmt.Errorf("%s and %s graded different cohorts (%d and %d submissions): give every shard the same SUBMISSION list", d, shardDirs[0], len(m.Cohort), len(first.Cohort))
+		case !maps.Equal(m.Points, first.Points):
+			return nil, fmt.Errorf("%s used --points %s but %s used %s", d, m.Points, shardDirs[0], first.Points)
+		case m.Runs != first.Runs:
+			return nil, fmt.Errorf("%s ran each submission %d times but %s %d times", d, m.Runs, shardDirs[0], first.Runs)
+		}
+		if prev, dup := byIndex[m.Shard]; dup {
+			return nil, fmt.Errorf("overlapping shards: %s and %s are both shard %d/%d", prev, d, m.Shard, m.Of)
+		}
+		byIndex[m.Shard] = d
+		for _, n := range m.Graded {
+			if prev, dup := owner[n]; dup {
+				return nil, fmt.Errorf("overlapping shards: %s graded %s, and so did %s", prev, n, d)
+			}
+			owner[n] = d
+		}
+	}
+	var missing []string
+	for i := range first.Of {
+		if _, ok := byIndex[i]; !ok {
+			missing = append(missing, fmt.Sprintf("%d/%d", i, first.Of))
+		}
+	}
+	if len(missing) > 0 {
+		return nil, fmt.Errorf("missing shards: %s (have %d of %d); grade them with --shard and merge again", strings.Join(missing, ", "), len(byIndex), first.Of)
+	}
+	var ungraded []string
+	for _, n := range first.Cohort {
+		if _, ok := owner[n]; !ok {
+			ungraded = append(ungraded, n)
+		}
+	}
+	if len(ungraded) > 0 {
+		return nil, fmt.Errorf("%d submissions were graded by no shard (%s): a shard was interrupted; grade it again", len(ungraded), strings.Join(firstN(ungraded, 5), ", "))
+	}
+	points := first.Points
+	if len(points) == 0 {
+		return nil, fmt.Errorf("%s: no points", filepath.Join(shardDirs[0], manifestName))
+	}
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return nil, err
+	}
+	names := make([]string, 0, len(owner))
+	for n := range owner {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		if _, err := ReadResults(filepath.Join(owner[n], n, "results.json")); err != nil {
+			return nil, err
+		}
+		if err := copyTree(filepath.Join(owner[n], n), filepath.Join(out, n)); err != nil {
+			return nil, err
+		}
+	}
+	recs, err := loadRecords(out, names)
+	if err != nil {
+		return nil, err
+	}
+	m := Manifest{Shard: 0, Of: 1, Cohort: first.Cohort, Graded: names, Points: first.Points, Runs: first.Runs}
+	if err := writeManifest(out, m); err != nil {
+		return nil, err
+	}
+	err = WriteCohort(out, recs, CohortInfo{Points: points, Runs: first.Runs, Shard: Shard{0, 1}, Cohort: len(first.Cohort), When: time.Now()})
+	return &MergeReport{Records: recs, Shards: first.Of}, err
+}
+
+func firstN(s []string, n int) []string {
+	if len(s) > n {
+		return append(s[:n:n], "…")
+	}
+	return s
+}
+
+// copyTree copies regular files and directories from src to dst, replacing
+// dst; symlinks and special files (a submission's processes made them) are
+// left out.
+func copyTree(src, dst string) error {
+	if err := os.RemoveAll(dst); err != nil {
+		return err
+	}
+	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		target := filepath.Join(dst, rel)
+		switch {
+		case d.IsDir():
+			return os.MkdirAll(target, 0o755)
+		case d.Type().IsRegular():
+			info, err := d.Info()
+			if err != nil {
+				return err
+			}
+			in, err := os.Open(p)
+			if err != nil {
+				return err
+			}
+			defer in.Close()
+			o, err := os.OpenFile(target, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, info.Mode().Perm())
+			if err != nil {
+				return err
+			}
+			if _, err := io.Copy(o, in); err != nil {
+				o.Close()
+				return err
+			}
+			return o.Close()
+		}
+		return nil
+	})
+}

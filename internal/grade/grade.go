@@ -1,0 +1,513 @@
+// Package grade grades a cohort of snacklab submissions: each is built (a Go
+// module) or taken as is (a directory of executables honouring CONTRACT.md),
+// run through the lab's steps, and scored with points per step. Per
+// submission it writes Gradescope's results.json, JUnit XML, an HTML report
+// and the work dirs of failing steps; per cohort grades.csv, grades.md and
+// grades.html. Submissions run in parallel and apart: every step runs in a
+// worker process leading its own process group, so a hung, crashed or
+// runaway solution costs only its own step, and every process it started is
+// killed. See docs/grading.md.
+package grade
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"snacklab/labsteps"
+)
+
+// Config says how to grade.
+type Config struct {
+	Out          string        // output directory
+	Points       Points        // graded steps and their points; nil: DefaultPoints
+	Runs         int           // runs of each submission (-n); 0 is 1
+	Jobs         int           // submissions graded at once; 0 is runtime.NumCPU()
+	Parallel     int           // steps of one submission run at once; 0 is all of them
+	StepTimeout  time.Duration // per step; 0 is 60s
+	BuildTimeout time.Duration // per go build; 0 is 5m
+	GoCache      string        // GOCACHE for builds; "" is go's default
+	MemLimit     int64         // a step's worker is stopped past this resident size; 0 is 512 MiB
+	Shard        Shard         // the slice of the cohort to grade; zero is all of it
+	// Worker is the command that runs one step in its own process: the
+	// program and the arguments before WorkerArg (for the lab binary:
+	// [lab, "grade"]). Required.
+	Worker []string
+	// Lab is how reports spell the lab command in replay lines; "" is "lab".
+	Lab string
+	// Log receives a line per graded submission and the flaky replays; nil discards.
+	Log io.Writer
+	// RunLab, when set, runs all of one submission's steps somewhere else
+	// (e.g. isolate.Engine.Runner: a container with no network) instead of
+	// in this machine's worker processes. It returns one result per step, in
+	// the order given.
+	RunLab func(ctx context.Context, bin string, steps []labsteps.Step, stepTimeout time.Duration, parallel int) ([]labsteps.Result, error)
+}
+
+// Report is what Grade did.
+type Report struct {
+	Cohort  []Submission // every submission given, named and sorted
+	Graded  []Record     // this shard's, sorted by name
+	Invalid []Submission // this shard's submissions that were not there or not submissions
+	Took    time.Duration
+}
+
+type grader struct {
+	cfg   Config
+	tmp   string
+	logMu sync.Mutex
+	warm  chan struct{} // closed when the first module build has finished
+	first atomic.Bool   // a module build has started
+}
+
+// Grade grades the shard cfg.Shard of the cohort paths, writes every report
+// into cfg.Out and returns what it graded. Submissions that are not there or
+// not submissions are recorded with 0 points and listed in Report.Invalid;
+// a build failure scores 0 with the compiler's output. Only a problem of the
+// grader itself (an unwritable output directory, no worker) is an error.
+func Grade(ctx context.Context, cfg Config, paths []string) (*Report, error) {
+	t0 := time.Now()
+	if cfg.Points == nil {
+		cfg.Points = DefaultPoints()
+	}
+	if cfg.Runs < 1 {
+		cfg.Runs = 1
+	}
+	if cfg.Jobs < 1 {
+		cfg.Jobs = runtime.NumCPU()
+	}
+	if cfg.StepTimeout <= 0 {
+		cfg.StepTimeout = time.Minute
+	}
+	if cfg.BuildTimeout <= 0 {
+		cfg.BuildTimeout = 5 * time.Minute
+	}
+	if cfg.MemLimit == 0 {
+		cfg.MemLimit = 512 << 20
+	}
+	if cfg.Shard.N == 0 {
+		cfg.Shard = Shard{0, 1}
+	}
+	if cfg.Shard.I < 0 || cfg.Shard.I >= cfg.Shard.N {
+		return nil, fmt.Errorf("grade: shard %s: want i/n with 0 <= i < n", cfg.Shard)
+	}
+	if cfg.Lab == "" {
+		cfg.Lab = "lab"
+	}
+	if cfg.Log == nil {
+		cfg.Log = io.Discard
+	}
+	if len(cfg.Worker) == 0 {
+		return nil, errors.New("grade: no worker command")
+	}
+	if cfg.Out == "" {
+		return nil, errors.New("grade: no output directory")
+	}
+	out, err := filepath.Abs(cfg.Out)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Out = out
+	cohort := Discover(paths)
+	if err := checkOut(cfg.Out, cohort); err != nil {
+		return nil, err
+	}
+	if prev, err := readManifest(cfg.Out); err == nil && prev.Of > 1 && cfg.Shard.N > 1 && prev.Shard != cfg.Shard.I {
+		return nil, fmt.Errorf("--out %s holds shard %d/%d; give each shard its own --out", cfg.Out, prev.Shard, prev.Of)
+	}
+	if err := os.MkdirAll(cfg.Out, 0o755); err != nil {
+		return nil, err
+	}
+	g := &grader{cfg: cfg, warm: make(chan struct{})}
+	if g.tmp, err = os.MkdirTemp("", "snacklab-grade-*"); err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(g.tmp)
+
+	mine := cfg.Shard.Take(cohort)
+	rep := &Report{Cohort: cohort}
+	records := make([]Record, len(mine))
+	eg, ectx := errgroup.WithContext(ctx)
+	eg.SetLimit(cfg.Jobs)
+	for i, sub := range mine {
+		if sub.Kind == KindInvalid {
+			rep.Invalid = append(rep.Invalid, sub)
+		}
+		eg.Go(func() error {
+			if ectx.Err() != nil {
+				return ectx.Err()
+			}
+			rec, err := g.gradeOne(ectx, sub)
+			if err != nil {
+				return fmt.Errorf("%s: %w", sub.Name, err)
+			}
+			records[i] = rec
+			g.logRecord(rec)
+			return nil
+		})
+	}
+	gerr := eg.Wait()
+	// Reports are rebuilt from the results.json files just written: the same
+	// path `lab merge` takes, so a merge of shards equals a single run.
+	var graded []string
+	for _, r := range records {
+		if r.Name != "" {
+			graded = append(graded, r.Name)
+		}
+	}
+	m := Manifest{Shard: cfg.Shard.I, Of: cfg.Shard.N, Cohort: names(cohort), Graded: graded, Points: cfg.Points, Runs: cfg.Runs}
+	recs, err := loadRecords(cfg.Out, graded)
+	if err == nil {
+		err = writeManifest(cfg.Out, m)
+	}
+	if err == nil {
+		err = WriteCohort(cfg.Out, recs, CohortInfo{Points: cfg.Points, Runs: cfg.Runs, Shard: cfg.Shard, Cohort: len(cohort), When: time.Now()})
+	}
+	rep.Graded = recs
+	rep.Took = time.Since(t0)
+	if gerr != nil {
+		if ctx.Err() != nil {
+			return rep, fmt.Errorf("grading interrupted after %d of %d submissions: %w", len(graded), len(mine), ctx.Err())
+		}
+		return rep, gerr
+	}
+	return rep, err
+}
+
+// checkOut refuses an output directory in which a submission's results
+// directory would be the submission or hold it: grading replaces what it
+// writes there (results, logs, bin). Results inside a submission (a learner
+// grading their own module into ./grades) are fine.
+func checkOut(out string, cohort []Submission) error {
+	within := func(a, b string) bool { return a == b || strings.HasPrefix(a, b+string(filepath.Separator)) }
+	for _, s := range cohort {
+		p, err := filepath.Abs(s.Path)
+		if err != nil || s.Kind == KindInvalid {
+			continue
+		}
+		if d := filepath.Join(out, s.Name); within(p, d) {
+			return fmt.Errorf("--out %s: the results of %s would go to %s, which holds the submission %s; choose another --out", out, s.Name, d, s.Path)
+		}
+	}
+	return nil
+}
+
+func names(subs []Submission) []string {
+	out := make([]string, len(subs))
+	for i, s := range subs {
+		out[i] = s.Name
+	}
+	return out
+}
+
+func (g *grader) logf(format string, args ...any) {
+	g.logMu.Lock()
+	defer g.logMu.Unlock()
+	fmt.Fprintf(g.cfg.Log, format, args...)
+}
+
+func (g *grader) logRecord(r Record) {
+	pct := 0.0
+	if r.Max > 0 {
+		pct = 100 * r.Score / r.Max
+	}
+	line := fmt.Sprintf("%7s/%-4s %5.1f%%  %-24s", num(r.Score), num(r.Max), pct, r.Name)
+	if r.Problem != "" {
+		line += "  " + firstLine(r.Problem)
+	} else {
+		line += fmt.Sprintf("  %d/%d steps", r.Passed(), len(r.Steps))
+		var failed []string
+		for _, s := range r.Steps {
+			if st := s.Status(); st != "passed" {
+				failed = append(failed, fmt.Sprintf("%d %s", s.Num, st))
+			}
+		}
+		if len(failed) > 0 {
+			line += " (" + strings.Join(failed, ", ") + ")"
+		}
+	}
+	line += fmt.Sprintf("  %.1fs\n", r.Took)
+	for _, f := range r.Flaky() {
+		line += fmt.Sprintf("        flaky: step %d %s passed %d of %d runs; replay: %s", f.Num, f.Slug, f.Passes, f.Runs, f.Replay)
+		if len(f.Kept) > 0 {
+			line += "  (failing run kept in " + f.Kept[0] + ")"
+		}
+		line += "\n"
+	}
+	g.logf("%s", line)
+}
+
+// firstError is the first line of a build's output that is not a package
+// header ("# snacklab/cmd/queuectl"), else err.
+func firstError(out string, err error) string {
+	for _, l := range strings.Split(out, "\n") {
+		if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "#") {
+			return l
+		}
+	}
+	return err.Error()
+}
+
+func firstLine(s string) string {
+	l, _, _ := strings.Cut(s, "\n")
+	return l
+}
+
+// ---- one submission ----
+
+// subDir is where a submission's results go; the files grading writes there
+// are removed first, so nothing stale survives a regrade.
+func (g *grader) subDir(name string) (string, error) {
+	d := filepath.Join(g.cfg.Out, name)
+	for _, f := range []string{"results.json", "junit.xml", "report.html", "build.log", "logs", "bin"} {
+		if err := os.RemoveAll(filepath.Join(d, f)); err != nil {
+			return "", err
+		}
+	}
+	return d, os.MkdirAll(d, 0o755)
+}
+
+func (g *grader) gradeOne(ctx context.Context, sub Submission) (Record, error) {
+	t0 := time.Now()
+	dir, err := g.subDir(sub.Name)
+	if err != nil {
+		return Record{}, err
+	}
+	abs, _ := filepath.Abs(sub.Path)
+	rec := Record{Name: sub.Name, Source: abs, Kind: sub.Kind, Runs: g.cfg.Runs}
+	for _, s := range g.cfg.Points.Steps() {
+		rec.Steps = append(rec.Steps, StepRecord{Num: s.Num, Slug: s.Slug, Title: s.Title, Points: g.cfg.Points[s.Num],
+			Output: "Not run."})
+		rec.Max += g.cfg.Points[s.Num]
+	}
+	var results [][]labsteps.Result // [step][run]
+	var notes [][]string
+	switch sub.Kind {
+	case KindInvalid:
+		rec.Problem = fmt.Sprintf("%s %v", sub.Path, sub.Err)
+	case KindModule, KindBin:
+		bin := abs
+		if sub.Kind == KindModule {
+			bin = filepath.Join(dir, "bin")
+			out, err := g.build(ctx, abs, bin)
+			if err != nil {
+				rec.Problem = "the build failed: " + firstError(out, err)
+				rec.BuildOut = out
+				os.WriteFile(filepath.Join(dir, "build.log"), []byte(out), 0o644)
+				os.RemoveAll(bin)
+				break
+			}
+		}
+		rec.Bin = bin
+		if err := labsteps.CheckBin(bin); err != nil {
+			rec.Problem = err.Error()
+			break
+		}
+		results, notes = g.runAll(ctx, sub.Name, bin, filepath.Join(dir, "logs"))
+		if ctx.Err() != nil {
+			return Record{}, ctx.Err()
+		}
+	}
+	for i := range rec.Steps {
+		if results != nil {
+			g.fold(&rec.Steps[i], rec.Bin, results[i], notes[i])
+		}
+		rec.Score += rec.Steps[i].Score
+		if rec.Problem != "" {
+			rec.Steps[i].Output = "Not run: " + rec.Problem
+		}
+	}
+	rec.Took = seconds(time.Since(t0))
+	// Tidy: an empty logs dir, and the built executables when nothing needs replaying.
+	os.Remove(filepath.Join(dir, "logs"))
+	if sub.Kind == KindModule && rec.Problem == "" && rec.Passed() == len(rec.Steps) {
+		os.RemoveAll(rec.Bin)
+		rec.Bin = ""
+	}
+	err = errors.Join(
+		writeFile(filepath.Join(dir, "results.json"), func(w io.Writer) error { return WriteResults(w, rec) }),
+		writeFile(filepath.Join(dir, "junit.xml"), func(w io.Writer) error { return WriteJUnit(w, rec) }),
+	)
+	if results != nil && err == nil {
+		reps := make([]labsteps.Result, len(results))
+		for i, runs := range results {
+			reps[i] = representative(runs)
+		}
+		err = writeFile(filepath.Join(dir, "report.html"), func(w io.Writer) error {
+			return labsteps.WriteHTML(w, labsteps.HTMLReport{Title: "snacklab grade: " + sub.Name, Bin: rec.Bin, When: time.Now(),
+				Took: time.Since(t0), Results: reps})
+		})
+	}
+	return rec, err
+}
+
+// runAll runs every graded step cfg.Runs times; each run's work dirs go
+// under logRoot (logRoot/run-K when there are several runs).
+func (g *grader) runAll(ctx context.Context, name, bin, logRoot string) ([][]labsteps.Result, [][]string) {
+	steps := g.cfg.Points.Steps()
+	results := make([][]labsteps.Result, len(steps))
+	notes := make([][]string, len(steps))
+	for i := range steps {
+		results[i] = make([]labsteps.Result, g.cfg.Runs)
+	}
+	par := g.cfg.Parallel
+	if par <= 0 {
+		par = len(steps)
+	}
+	for run := range g.cfg.Runs {
+		root := logRoot
+		if g.cfg.Runs > 1 {
+			root = filepath.Join(logRoot, fmt.Sprintf("run-%d", run+1))
+		}
+		if err := os.MkdirAll(root, 0o755); err != nil {
+			for i, s := range steps {
+				results[i][run] = labsteps.Result{Step: s, Problem: "grader: " + err.Error()}
+			}
+			continue
+		}
+		if g.cfg.RunLab != nil {
+			rs, err := g.cfg.RunLab(ctx, bin, steps, g.cfg.StepTimeout, g.cfg.Parallel)
+			if err == nil && len(rs) != len(steps) {
+				err = fmt.Errorf("isolated run reported %d steps, want %d", len(rs), len(steps))
+			}
+			for i, s := range steps {
+				if err != nil {
+					results[i][run] = labsteps.Result{Step: s, Problem: "grader: " + err.Error()}
+				} else {
+					results[i][run] = rs[i]
+				}
+			}
+			os.Remove(root)
+			continue
+		}
+		var eg errgroup.Group
+		eg.SetLimit(par)
+		for i, s := range steps {
+			eg.Go(func() error {
+				r, n := g.runIsolated(ctx, bin, s, root, fmt.Sprintf("%s-run%d-step%d", name, run+1, s.Num))
+				results[i][run] = r
+				for _, x := range n {
+					notes[i] = append(notes[i], fmt.Sprintf("run %d: %s", run+1, x))
+				}
+				return nil
+			})
+		}
+		eg.Wait()
+		os.Remove(root) // only when empty: every step passed
+	}
+	return results, notes
+}
+
+// fold sums up one step's runs: points only when every run passed.
+func (g *grader) fold(s *StepRecord, bin string, runs []labsteps.Result, notes []string) {
+	s.Runs = len(runs)
+	var firstFail *labsteps.Result
+	for i := range runs {
+		r := &runs[i]
+		s.Took = max(s.Took, seconds(r.Took))
+		if r.Pass {
+			s.Passes++
+			continue
+		}
+		if firstFail == nil {
+			firstFail = r
+		}
+		if r.Dir != "" {
+			s.Kept = append(s.Kept, r.Dir)
+		}
+	}
+	s.Flaky = s.Passes > 0 && s.Passes < s.Runs
+	if s.Passes == s.Runs {
+		s.Score = s.Points
+	}
+	rep := representative(runs)
+	var b strings.Builder
+	if s.Runs > 1 {
+		fmt.Fprintf(&b, "Passed %d of %d runs.", s.Passes, s.Runs)
+		if s.Flaky {
+			b.WriteString(" Flaky: a step that fails in some runs has a bug the other runs did not hit, and scores 0.")
+		}
+		b.WriteString("\n")
+	}
+	b.WriteString(rep.Output())
+	if firstFail != nil {
+		s.Reason = reason(*firstFail)
+		s.Replay = fmt.Sprintf("%s run --bin %s %d", g.cfg.Lab, shellQuote(bin), s.Num)
+		fmt.Fprintf(&b, "Replay: %s\n", s.Replay)
+	}
+	for _, n := range notes {
+		b.WriteString("Grader: " + n + "\n")
+	}
+	s.Output = b.String()
+}
+
+// representative is the run a report shows: the first failing one, else the last.
+func representative(runs []labsteps.Result) labsteps.Result {
+	for _, r := range runs {
+		if !r.Pass {
+			return r
+		}
+	}
+	return runs[len(runs)-1]
+}
+
+// reason says in one line why a run failed.
+func reason(r labsteps.Result) string {
+	if c := r.Failed(); c != nil {
+		return oneLine(fmt.Sprintf("%s: expected %s, observed %s", c.What, c.Expected, c.Observed), 300)
+	}
+	if r.Problem != "" {
+		return oneLine(r.Problem, 300)
+	}
+	return "no checks passed"
+}
+
+// oneLine joins the lines of s and cuts it to about n bytes.
+func oneLine(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > n {
+		s = strings.ToValidUTF8(s[:n], "") + " …"
+	}
+	return s
+}
+
+func shellQuote(s string) string {
+	if s != "" && !strings.ContainsAny(s, " \t\n\"'\\$`*?[]{}()<>|&;#~!") {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// loadRecords reads the results.json of each named submission.
+func loadRecords(out string, graded []string) ([]Record, error) {
+	var recs []Record
+	for _, n := range graded {
+		r, err := ReadResults(filepath.Join(out, n, "results.json"))
+		if err != nil {
+			return nil, err
+		}
+		recs = append(recs, r)
+	}
+	sort.Slice(recs, func(i, j int) bool { return recs[i].Name < recs[j].Name })
+	return recs, nil
+}
+
+// percent is score/max as a percentage.
+func percent(score, maxScore float64) string {
+	if maxScore <= 0 {
+		return "0"
+	}
+	return strconv.FormatFloat(100*score/maxScore, 'f', 1, 64)
+}

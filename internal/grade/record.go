@@ -1,0 +1,275 @@
+package grade
+
+import (
+	"encoding/json"
+	"encoding/xml"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Record is one submission's grade: what the cohort reports are made of.
+// It travels inside the submission's results.json (Gradescope's format, with
+// the details in its extra_data fields), so `lab merge` rebuilds the cohort
+// reports from results.json files alone.
+type Record struct {
+	Name     string       `json:"submission"`
+	Source   string       `json:"source"` // the path graded
+	Kind     Kind         `json:"kind"`
+	Problem  string       `json:"problem,omitempty"` // why it scored 0 without running: not there, build failed…
+	Bin      string       `json:"bin,omitempty"`     // the executables the steps ran
+	Runs     int          `json:"runs"`
+	Score    float64      `json:"-"`
+	Max      float64      `json:"-"`
+	Took     float64      `json:"-"`                      // seconds
+	BuildOut string       `json:"build_output,omitempty"` // trimmed compiler output, also in the top-level output
+	Steps    []StepRecord `json:"-"`
+}
+
+// StepRecord is one step of a submission, over all its runs.
+type StepRecord struct {
+	Num    int      `json:"step"`
+	Slug   string   `json:"slug"`
+	Title  string   `json:"-"`
+	Points float64  `json:"-"`
+	Score  float64  `json:"-"`
+	Passes int      `json:"passes"`
+	Runs   int      `json:"runs"` // 0: not run (build failed, invalid submission)
+	Flaky  bool     `json:"flaky,omitempty"`
+	Reason string   `json:"reason,omitempty"` // the failure, in one line
+	Replay string   `json:"replay,omitempty"` // the command that replays the step
+	Kept   []string `json:"kept,omitempty"`   // work dirs of failing runs
+	Output string   `json:"-"`
+	Took   float64  `json:"took_s"` // seconds, the slowest run
+}
+
+// Status is passed, failed, flaky (passed in some runs, failed in others:
+// scored as failed) or not run.
+func (s StepRecord) Status() string {
+	switch {
+	case s.Runs == 0:
+		return "not run"
+	case s.Flaky:
+		return "flaky"
+	case s.Passes == s.Runs:
+		return "passed"
+	}
+	return "failed"
+}
+
+// Passed counts the steps that passed every run.
+func (r Record) Passed() int {
+	n := 0
+	for _, s := range r.Steps {
+		if s.Status() == "passed" {
+			n++
+		}
+	}
+	return n
+}
+
+// Flaky lists the steps that both passed and failed.
+func (r Record) Flaky() []StepRecord {
+	var out []StepRecord
+	for _, s := range r.Steps {
+		if s.Flaky {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// ---- Gradescope results.json ----
+
+type gsTest struct {
+	Name       string     `json:"name"`
+	Number     string     `json:"number"`
+	Score      float64    `json:"score"`
+	MaxScore   float64    `json:"max_score"`
+	Status     string     `json:"status"`
+	Output     string     `json:"output"`
+	Visibility string     `json:"visibility"`
+	Extra      StepRecord `json:"extra_data"`
+}
+
+type gsResults struct {
+	Score         float64  `json:"score"`
+	ExecutionTime float64  `json:"execution_time"`
+	Output        string   `json:"output"`
+	Visibility    string   `json:"visibility"`
+	Tests         []gsTest `json:"tests"`
+	Extra         Record   `json:"extra_data"`
+}
+
+// maxOutput bounds one test's output (Gradescope shows it on a web page).
+const maxOutput = 16 << 10
+
+// WriteResults writes Gradescope's results.json: one test per graded step
+// with its points, the top-level output saying the verdict (and the
+// compiler's output when the build failed).
+func WriteResults(w io.Writer, r Record) error {
+	out := gsResults{Score: r.Score, ExecutionTime: r.Took, Visibility: "visible", Tests: []gsTest{}, Extra: r}
+	out.Output = r.summary()
+	if r.BuildOut != "" {
+		out.Output += "\n\n" + r.BuildOut
+	}
+	for _, s := range r.Steps {
+		status := "failed"
+		if s.Status() == "passed" {
+			status = "passed"
+		}
+		out.Tests = append(out.Tests, gsTest{Name: fmt.Sprintf("Step %d: %s", s.Num, s.Title), Number: strconv.Itoa(s.Num),
+			Score: s.Score, MaxScore: s.Points, Status: status, Output: clip(s.Output, maxOutput), Visibility: "visible",
+			Extra: s})
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(out)
+}
+
+// summary is the one-paragraph verdict at the top of results.json.
+func (r Record) summary() string {
+	if r.Problem != "" {
+		return fmt.Sprintf("%s: 0 of %s points. %s", r.Name, num(r.Max), r.Problem)
+	}
+	s := fmt.Sprintf("%s: %s of %s points; %d of %d lab steps passed", r.Name, num(r.Score), num(r.Max), r.Passed(), len(r.Steps))
+	if r.Runs > 1 {
+		s += fmt.Sprintf(" in every one of %d runs", r.Runs)
+	}
+	s += "."
+	for _, f := range r.Flaky() {
+		s += fmt.Sprintf("\nStep %d %s is flaky: it passed %d of %d runs and scores 0. Replay: %s", f.Num, f.Slug, f.Passes, f.Runs, f.Replay)
+	}
+	return s
+}
+
+// ReadResults reads a results.json that WriteResults wrote back into a Record.
+func ReadResults(path string) (Record, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return Record{}, err
+	}
+	var in gsResults
+	if err := json.Unmarshal(b, &in); err != nil {
+		return Record{}, fmt.Errorf("%s: %w", path, err)
+	}
+	r := in.Extra
+	if r.Name == "" {
+		return Record{}, fmt.Errorf("%s: not written by lab grade (no extra_data.submission)", path)
+	}
+	r.Score, r.Took = in.Score, in.ExecutionTime
+	for _, t := range in.Tests {
+		s := t.Extra
+		s.Title = strings.TrimPrefix(t.Name, fmt.Sprintf("Step %d: ", s.Num))
+		s.Points, s.Score, s.Output = t.MaxScore, t.Score, t.Output
+		r.Max += s.Points
+		r.Steps = append(r.Steps, s)
+	}
+	return r, nil
+}
+
+// ---- JUnit ----
+
+// WriteJUnit writes JUnit XML: one suite per submission, one testcase per
+// step (a failure when any run failed), and a "build" testcase when the
+// submission could not be built or found.
+func WriteJUnit(w io.Writer, r Record) error {
+	type failure struct {
+		Message string `xml:"message,attr"`
+		Type    string `xml:"type,attr"`
+		Text    string `xml:",chardata"`
+	}
+	type property struct {
+		Name  string `xml:"name,attr"`
+		Value string `xml:"value,attr"`
+	}
+	type testcase struct {
+		Name      string     `xml:"name,attr"`
+		Classname string     `xml:"classname,attr"`
+		Time      string     `xml:"time,attr"`
+		Props     []property `xml:"properties>property,omitempty"`
+		Failure   *failure   `xml:"failure,omitempty"`
+		Skipped   *failure   `xml:"skipped,omitempty"`
+		SystemOut string     `xml:"system-out,omitempty"`
+	}
+	type suite struct {
+		Name     string     `xml:"name,attr"`
+		Tests    int        `xml:"tests,attr"`
+		Failures int        `xml:"failures,attr"`
+		Skipped  int        `xml:"skipped,attr"`
+		Time     string     `xml:"time,attr"`
+		Props    []property `xml:"properties>property"`
+		Cases    []testcase `xml:"testcase"`
+	}
+	secs := func(x float64) string { return strconv.FormatFloat(x, 'f', 3, 64) }
+	class := "snacklab.grade." + r.Name
+	s := suite{Name: r.Name, Time: secs(r.Took), Props: []property{
+		{"score", num(r.Score)}, {"max_score", num(r.Max)}, {"source", r.Source}, {"kind", string(r.Kind)}, {"runs", strconv.Itoa(r.Runs)}}}
+	if r.Problem != "" {
+		s.Failures++
+		name := "submission"
+		if r.Kind == KindModule {
+			name = "build"
+		}
+		s.Cases = append(s.Cases, testcase{Name: name, Classname: class, Time: "0.000",
+			Failure: &failure{Message: r.Problem, Type: "SubmissionNotGraded", Text: r.BuildOut}})
+	}
+	for _, st := range r.Steps {
+		tc := testcase{Name: fmt.Sprintf("step%d_%s", st.Num, strings.ReplaceAll(st.Slug, "-", "_")), Classname: class, Time: secs(st.Took),
+			Props: []property{{"points", num(st.Points)}, {"score", num(st.Score)}, {"passes", strconv.Itoa(st.Passes)}, {"runs", strconv.Itoa(st.Runs)}}}
+		switch st.Status() {
+		case "not run":
+			s.Skipped++
+			tc.Skipped = &failure{Message: "not run: " + r.Problem}
+		case "failed", "flaky":
+			s.Failures++
+			msg := st.Reason
+			typ := "LabStepFailed"
+			if st.Flaky {
+				typ = "LabStepFlaky"
+				msg = fmt.Sprintf("flaky: passed %d of %d runs; %s", st.Passes, st.Runs, st.Reason)
+			}
+			tc.Failure = &failure{Message: msg, Type: typ, Text: clip(st.Output, maxOutput)}
+		default:
+			tc.SystemOut = clip(st.Output, maxOutput)
+		}
+		s.Cases = append(s.Cases, tc)
+	}
+	s.Tests = len(s.Cases)
+	wrapped := struct {
+		XMLName xml.Name `xml:"testsuites"`
+		Suite   suite    `xml:"testsuite"`
+	}{Suite: s}
+	if _, err := io.WriteString(w, xml.Header); err != nil {
+		return err
+	}
+	enc := xml.NewEncoder(w)
+	enc.Indent("", "  ")
+	if err := enc.Encode(wrapped); err != nil {
+		return err
+	}
+	_, err := io.WriteString(w, "\n")
+	return err
+}
+
+// writeFile creates path and writes it with fn.
+func writeFile(path string, fn func(io.Writer) error) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := fn(f); err != nil {
+		f.Close()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return f.Close()
+}
+
+func seconds(d time.Duration) float64 { return float64(d.Milliseconds()) / 1000 }

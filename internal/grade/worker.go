@@ -1,0 +1,348 @@
+package grade
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"snacklab/labsteps"
+)
+
+// WorkerArg, as the first argument after Config.Worker's prefix, makes a
+// process run one lab step and write its result: the grader's isolation
+// unit. `lab grade __step-worker …` is that process in the lab binary; a test
+// binary calls WorkerMain from its TestMain.
+const WorkerArg = "__step-worker"
+
+// Why one process per step: the lab harness runs a step's programs as its
+// own children, in its own process group. A broken submission can leave
+// processes behind that the harness cannot see (a shell script's `sleep`
+// keeps the stdout pipe open after the script itself is killed), can print
+// until memory runs out, or can outlive the step. Running each step in a
+// worker that leads a process group of its own lets the grader kill exactly
+// that step's processes — all of them, however they were started — and lose
+// nothing but that step when the worker itself dies.
+
+const (
+	// sweepGrace is how long after the step's time limit the worker kills
+	// every process left in its group, so the harness can return and report.
+	sweepGrace = time.Second
+	// hardGrace is how long after the step's time limit the grader kills the
+	// whole worker group and records the step as stopped by the grader.
+	hardGrace = 15 * time.Second
+	// orphanAfter: from this point in a step, processes in the worker's
+	// group whose parent is gone are killed, every third tick.
+	orphanAfter = 500 * time.Millisecond
+	tick        = 100 * time.Millisecond
+	// maxNarrative bounds the story a worker hands back (head and tail kept).
+	maxNarrative = 256 << 10
+)
+
+// workerResult is what a worker writes for the grader.
+type workerResult struct {
+	Result labsteps.Result `json:"result"`
+	Notes  []string        `json:"notes,omitempty"` // what the worker had to do: orphans killed, leftovers swept
+}
+
+// WorkerMain runs one step as told by args (-bin, -step, -timeout, -work,
+// -result, -mem) and writes the result as JSON. It returns the exit code.
+func WorkerMain(args []string, stderr io.Writer) int {
+	fs := flag.NewFlagSet("lab grade "+WorkerArg, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	bin := fs.String("bin", "", "executables under test")
+	step := fs.Int("step", 0, "step number")
+	timeout := fs.Duration("timeout", time.Minute, "time limit of the step")
+	work := fs.String("work", "", "parent of the step's work dir")
+	out := fs.String("result", "", "write the result here")
+	mem := fs.Int64("mem", 512<<20, "kill the step when this worker's resident memory exceeds this many bytes")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	steps, err := labsteps.Select([]string{strconv.Itoa(*step)})
+	if err != nil || len(steps) != 1 || *out == "" || *bin == "" {
+		fmt.Fprintf(stderr, "%s: want -bin, -result and one -step (%v)\n", WorkerArg, err)
+		return 2
+	}
+	s := steps[0]
+	cfg := labsteps.Config{Bin: *bin, WorkRoot: *work, StepTimeout: *timeout, Parallel: 1}
+	done := make(chan labsteps.Result, 1)
+	go func() { done <- labsteps.RunStep(context.Background(), cfg, s) }()
+
+	t0 := time.Now()
+	ticker := time.NewTicker(tick)
+	defer ticker.Stop()
+	var notes []string
+	swept, ticks := false, 0
+	for {
+		select {
+		case r := <-done:
+			if pids := append(killGroup(false), killTagged(os.Getenv(tagEnv))...); len(pids) > 0 {
+				notes = append(notes, "after the step ended, the grader killed processes it left running: "+strings.Join(pids, ", "))
+			}
+			return writeResult(*out, workerResult{Result: trimResult(r), Notes: notes}, stderr)
+		case <-ticker.C:
+		}
+		ticks++
+		elapsed := time.Since(t0)
+		if elapsed > orphanAfter && ticks%3 == 0 {
+			if pids := killGroup(true); len(pids) > 0 {
+				notes = append(notes, "the grader killed processes whose parent had already ended (they kept the step's pipes open): "+strings.Join(pids, ", "))
+			}
+		}
+		if !swept && elapsed > *timeout+sweepGrace {
+			swept = true
+			if pids := append(killGroup(false), killTagged(os.Getenv(tagEnv))...); len(pids) > 0 {
+				notes = append(notes, fmt.Sprintf("%v after the step's time limit of %v, the grader killed every process it had left: %s",
+					sweepGrace, *timeout, strings.Join(pids, ", ")))
+			}
+		}
+		if rss := residentBytes(); *mem > 0 && rss > *mem {
+			r := labsteps.Result{Step: s, Took: elapsed, Problem: fmt.Sprintf(
+				"the grader stopped this step: the harness holding what the programs printed grew to %d MiB (limit %d MiB); a process printed without end",
+				rss>>20, *mem>>20)}
+			if m, _ := filepath.Glob(filepath.Join(*work, fmt.Sprintf("snacklab-step%d-*", s.Num))); len(m) == 1 {
+				r.Dir = m[0]
+			}
+			code := writeResult(*out, workerResult{Result: r, Notes: notes}, stderr)
+			killTagged(os.Getenv(tagEnv))
+			killGroup(false)
+			return code
+		}
+	}
+}
+
+func writeResult(path string, wr workerResult, stderr io.Writer) int {
+	b, err := json.Marshal(wr)
+	if err == nil {
+		tmp := path + ".tmp"
+		if err = os.WriteFile(tmp, b, 0o644); err == nil {
+			err = os.Rename(tmp, path)
+		}
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", WorkerArg, err)
+		return 1
+	}
+	return 0
+}
+
+// trimResult keeps a result small enough to hand back and report: the head
+// and tail of a long story, and bounded check texts.
+func trimResult(r labsteps.Result) labsteps.Result {
+	r.Narrative = clip(r.Narrative, maxNarrative)
+	for i := range r.Checks {
+		r.Checks[i].Observed = clip(r.Checks[i].Observed, 4<<10)
+		r.Checks[i].Expected = clip(r.Checks[i].Expected, 4<<10)
+	}
+	if len(r.Events) > 2000 {
+		r.Events = append(r.Events[:1000:1000], r.Events[len(r.Events)-1000:]...)
+	}
+	for i := range r.Events {
+		r.Events[i].Text = clip(r.Events[i].Text, 300)
+	}
+	return r
+}
+
+// clip keeps the head and tail of s within n bytes, valid UTF-8 kept valid.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	const mark = "\n… (%d bytes left out) …\n"
+	h := n * 2 / 3
+	t := n - h
+	head, tail := s[:h], s[len(s)-t:]
+	head = strings.ToValidUTF8(head, "")
+	tail = strings.ToValidUTF8(tail, "")
+	return head + fmt.Sprintf(mark, len(s)-h-t) + tail
+}
+
+// ---- process groups ----
+
+type procInfo struct {
+	pid, ppid, pgrp int
+	state           byte
+	comm            string
+}
+
+// groupProcs lists the processes of process group pgrp (zombies excluded)
+// and the pgrp of every process seen.
+func scanProcs() []procInfo {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	var out []procInfo
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid pgrp …; comm may hold spaces and parens.
+		open, close := bytes.IndexByte(b, '('), bytes.LastIndexByte(b, ')')
+		if open < 0 || close < open {
+			continue
+		}
+		f := strings.Fields(string(b[close+1:]))
+		if len(f) < 3 {
+			continue
+		}
+		ppid, _ := strconv.Atoi(f[1])
+		pgrp, _ := strconv.Atoi(f[2])
+		out = append(out, procInfo{pid: pid, ppid: ppid, pgrp: pgrp, state: f[0][0], comm: string(b[open+1 : close])})
+	}
+	return out
+}
+
+// killGroup SIGKILLs the other live processes of this process's group —
+// only orphans (their parent is outside the group: it ended, and they were
+// re-parented) when orphansOnly. It returns "name (pid N)" for each.
+func killGroup(orphansOnly bool) []string {
+	me := os.Getpid()
+	pg, err := syscall.Getpgid(0)
+	if err != nil || pg != me {
+		return nil // not a group leader: never sweep a group the worker does not own
+	}
+	procs := scanProcs()
+	inGroup := map[int]bool{}
+	for _, p := range procs {
+		if p.pgrp == pg {
+			inGroup[p.pid] = true
+		}
+	}
+	var killed []string
+	for _, p := range procs {
+		if p.pgrp != pg || p.pid == me || p.state == 'Z' {
+			continue
+		}
+		if orphansOnly && inGroup[p.ppid] {
+			continue
+		}
+		if syscall.Kill(p.pid, syscall.SIGKILL) == nil {
+			killed = append(killed, fmt.Sprintf("%s (pid %d)", p.comm, p.pid))
+		}
+	}
+	return killed
+}
+
+// tagEnv marks every process of one step: the grader sets it in the
+// worker's environment, and the programs the step starts inherit it, also
+// when they leave the worker's process group (setsid, a daemonizing fork).
+const tagEnv = "SNACKLAB_GRADE_STEP"
+
+// killTagged SIGKILLs every other process whose environment holds
+// tagEnv=tag, and returns "name (pid N)" for each.
+func killTagged(tag string) []string {
+	if tag == "" {
+		return nil
+	}
+	me := os.Getpid()
+	want := []byte("\x00" + tagEnv + "=" + tag + "\x00")
+	var killed []string
+	for _, p := range scanProcs() {
+		if p.pid == me || p.state == 'Z' {
+			continue
+		}
+		env, err := os.ReadFile("/proc/" + strconv.Itoa(p.pid) + "/environ")
+		if err != nil || !bytes.Contains(append(append([]byte{0}, env...), 0), want) {
+			continue
+		}
+		if syscall.Kill(p.pid, syscall.SIGKILL) == nil {
+			killed = append(killed, fmt.Sprintf("%s (pid %d)", p.comm, p.pid))
+		}
+	}
+	return killed
+}
+
+// residentBytes is this process's resident set size.
+func residentBytes() int64 {
+	b, err := os.ReadFile("/proc/self/statm")
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 2 {
+		return 0
+	}
+	pages, _ := strconv.ParseInt(f[1], 10, 64)
+	return pages * int64(os.Getpagesize())
+}
+
+// ---- the grader's side ----
+
+// runIsolated runs step s against bin in a worker process that leads its
+// own process group, with workRoot as the parent of the step's work dir.
+// Whatever happens in the worker, it returns a result: a worker that dies or
+// overruns becomes a failed step saying so, and every process of its group
+// is killed before it returns.
+func (g *grader) runIsolated(ctx context.Context, bin string, s labsteps.Step, workRoot, tag string) (labsteps.Result, []string) {
+	t0 := time.Now()
+	resFile := filepath.Join(g.tmp, tag+".json")
+	errFile, err := os.Create(filepath.Join(g.tmp, tag+".stderr"))
+	if err != nil {
+		return labsteps.Result{Step: s, Problem: "grader: " + err.Error()}, nil
+	}
+	defer errFile.Close()
+	hard := g.cfg.StepTimeout + hardGrace
+	hctx, cancel := context.WithTimeout(ctx, hard)
+	defer cancel()
+	args := append(append([]string(nil), g.cfg.Worker[1:]...), WorkerArg,
+		"-bin", bin, "-step", strconv.Itoa(s.Num), "-timeout", g.cfg.StepTimeout.String(),
+		"-work", workRoot, "-result", resFile, "-mem", strconv.FormatInt(g.cfg.MemLimit, 10))
+	cmd := exec.CommandContext(hctx, g.cfg.Worker[0], args...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	stepTag := filepath.Base(g.tmp) + "." + tag
+	cmd.Env = append(os.Environ(), tagEnv+"="+stepTag)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = nil, errFile, errFile
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 2 * time.Second
+	runErr := cmd.Run()
+	var wr workerResult
+	b, readErr := os.ReadFile(resFile)
+	if readErr != nil && cmd.Process != nil {
+		// The worker died or was killed before it could clean up: kill
+		// what is left of its group, and what escaped it.
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		killTagged(stepTag)
+	}
+	if readErr == nil {
+		readErr = json.Unmarshal(b, &wr)
+	}
+	os.Remove(resFile)
+	if readErr == nil {
+		wr.Result.Step = s
+		return wr.Result, wr.Notes
+	}
+	r := labsteps.Result{Step: s, Took: time.Since(t0)}
+	switch {
+	case ctx.Err() != nil:
+		r.Problem = "grading was interrupted"
+	case errors.Is(hctx.Err(), context.DeadlineExceeded):
+		r.Problem = fmt.Sprintf("the grader stopped this step: it was still running %v after its time limit of %v; every process it started was killed",
+			hardGrace, g.cfg.StepTimeout)
+	default:
+		errFile.Seek(0, io.SeekStart)
+		tail, _ := io.ReadAll(io.LimitReader(errFile, 64<<10))
+		r.Problem = fmt.Sprintf("the grader's step worker ended without a result (%v): %s", runErr, clip(strings.TrimSpace(string(tail)), 2000))
+	}
+	// The harness never got to say where the work dir is: find it.
+	if m, _ := filepath.Glob(filepath.Join(workRoot, fmt.Sprintf("snacklab-step%d-*", s.Num))); len(m) == 1 {
+		r.Dir, r.LogDir = m[0], filepath.Join(m[0], "logs")
+	}
+	return r, nil
+}

@@ -1,0 +1,23 @@
+package isolate
+
+// Marker is the line the lab writes first on stderr when isolated.
+const Marker = isolatedMarker
+
+// Stage runs the staging of a submission's programs.
+func Stage(parent, dir string) (root, sub, problem string, err error) {
+	st, problem, err := stageSubmission(parent, dir)
+	return st.root, st.sub, problem, err
+}
+
+// Interpret is what Engine.Run makes of a container that printed stdout and
+// stderr and ended with code (wall: killed at the wall-clock limit).
+func Interpret(opt Options, stdout, stderr string, code int, wall, oom bool) (Outcome, error) {
+	opt, err := opt.withDefaults()
+	if err != nil {
+		return Outcome{}, err
+	}
+	out := Outcome{Name: opt.Name, Limits: opt.Limits, StepTimeout: opt.StepTimeout, ExitCode: code,
+		WallLimit: wall, OOMKilled: oom, requested: opt.Steps}
+	out.interpret(opt, containerResult{code: code, wall: wall, oom: oom, stdout: stdout, stderr: stderr})
+	return out, nil
+}
