@@ -58,8 +58,7 @@ func TestCrashAfterReceiptAcrossContainers(t *testing.T) {
 	events := senderEvents(t, a.stdout)
 	if got := kinds(events); got != "claiming claimed response" {
 		t.Errorf("sender A's events: expected %q (no finish after the receipt), observed %q", "claiming claimed response", got)
-	}
-	if tok := events[1]["token"]; tok != float64(1) {
+	} else if tok := events[1]["token"]; tok != float64(1) {
 		t.Errorf("sender A's claim: expected token 1, observed %v", tok)
 	}
 

@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"math"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -723,11 +724,14 @@ func (q *Queue) Stats(ctx context.Context) (Stats, error) {
 	return s, nil
 }
 
-// ListDead lists quarantined jobs, oldest first: all of them, or those with
-// reason (when not "") that died at or before diedAtOrBefore (when > 0).
+// AllDead is the diedAtOrBefore that lets ListDead list every dead job.
+const AllDead = int64(math.MaxInt64)
+
+// ListDead lists quarantined jobs, oldest first: those with reason (every
+// reason when "") that died at or before diedAtOrBefore (ms; AllDead for all).
 func (q *Queue) ListDead(ctx context.Context, reason Reason, diedAtOrBefore int64) ([]Job, error) {
 	rows, err := q.db.QueryContext(ctx, `SELECT `+jobCols+` FROM jobs WHERE state = 'dead'
-		AND (?1 = '' OR reason = ?1) AND (?2 <= 0 OR updated_at <= ?2)
+		AND (?1 = '' OR reason = ?1) AND updated_at <= ?2
 		ORDER BY updated_at, id`, string(reason), diedAtOrBefore)
 	if err != nil {
 		return nil, fmt.Errorf("list dead: %w", classify(err))

@@ -566,12 +566,16 @@ func TestStatsCountsEveryState(t *testing.T) {
 	if s.LastInvestigationMs != t0+7 || s.Investigations != 1 || s.Redrives != 1 || s.Redriven[queue.Pending] != 1 {
 		t.Errorf("stats = %+v", s)
 	}
-	dead, err := q.ListDead(ctx, queue.ReasonExhausted, 0)
+	dead, err := q.ListDead(ctx, queue.ReasonExhausted, queue.AllDead)
 	if err != nil || len(dead) != 1 || dead[0].ID != "x2" {
 		t.Errorf("ListDead(exhausted) = %+v, %v", dead, err)
 	}
-	dead, _ = q.ListDead(ctx, "", t0+3)
-	if len(dead) != 1 || dead[0].ID != "x1" {
-		t.Errorf("ListDead(died at or before t0+3) = %+v", dead)
+	for _, tc := range []struct {
+		at   int64
+		want int
+	}{{t0 + 2, 0}, {t0 + 3, 1}, {t0 + 4, 2}} {
+		if dead, _ = q.ListDead(ctx, "", tc.at); len(dead) != tc.want {
+			t.Errorf("ListDead(died at or before %d) = %d jobs, want %d (x1 died at t0+3, x2 at t0+4)", tc.at, len(dead), tc.want)
+		}
 	}
 }

@@ -251,6 +251,24 @@ func TestMalformed(t *testing.T) {
 	}
 }
 
+// TestBoundsAccepted is TestMalformed's other side: the extreme values the
+// contract allows are applied.
+func TestBoundsAccepted(t *testing.T) {
+	f := start(t, receiver.Options{}, nil)
+	long := strings.Repeat("a", receiver.MaxIDLen)
+	for i, s := range []struct {
+		body, want string
+	}{
+		{order("o-1", receiver.MinQty, 0), `{"ack":true,"duplicate":false,"stock":1}`},
+		{order(long, receiver.MaxQty, 1), `{"ack":true,"duplicate":false,"stock":1000001}`},
+		{order("A.b_c:d-9", 1, 1), `{"ack":true,"duplicate":false,"stock":1000002}`},
+	} {
+		if status, got := f.post(t, s.body); status != http.StatusOK || got != s.want {
+			t.Fatalf("step %d %s: %d %s, want 200 %s", i, s.body, status, got, s.want)
+		}
+	}
+}
+
 // jsonQuoteInner renders s as it appears inside a JSON string.
 func jsonQuoteInner(s string) string {
 	b, _ := json.Marshal(s)
@@ -465,12 +483,16 @@ func TestFaultsEndpointRefuses(t *testing.T) {
 func TestSetFaults(t *testing.T) {
 	f := start(t, receiver.Options{}, nil)
 	bad := []receiver.Faults{
-		{FailNext: -1}, {HoldNext: -1}, {LooseAck: "true"}, {RejectIDs: []string{""}},
+		{FailNext: -1}, {HoldNext: -1}, {FailNext: 1000001}, {HoldNext: 1000001},
+		{LooseAck: "true"}, {RejectIDs: []string{""}},
 	}
 	for _, b := range bad {
 		if err := f.rcv.SetFaults(b); !errors.Is(err, receiver.ErrInvalid) {
 			t.Fatalf("SetFaults(%+v)=%v, want ErrInvalid", b, err)
 		}
+	}
+	if err := f.rcv.SetFaults(receiver.Faults{FailNext: 1000000, HoldNext: 1000000}); err != nil {
+		t.Fatalf("SetFaults at the counters' upper bound: %v", err)
 	}
 	if err := f.rcv.SetFaults(receiver.Faults{HoldNext: 2, RejectIDs: []string{"b", "a"}}); err != nil {
 		t.Fatalf("SetFaults: %v", err)

@@ -42,6 +42,16 @@ func openQueue(t *testing.T, ids ...string) *queue.Queue {
 	return q
 }
 
+// getJob reads one job back, failing the test if it cannot.
+func getJob(t *testing.T, q *queue.Queue, id string) queue.Job {
+	t.Helper()
+	job, err := q.Get(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return job
+}
+
 func newSender(q *queue.Queue, url string, events io.Writer) *sender.Sender {
 	return &sender.Sender{
 		Queue:   q,
@@ -61,6 +71,18 @@ func reply(status int, body string) http.HandlerFunc {
 		w.WriteHeader(status)
 		io.WriteString(w, body)
 	}
+}
+
+// countingServer serves h and counts the requests it saw.
+func countingServer(t *testing.T, h http.HandlerFunc) (*httptest.Server, *atomic.Int32) {
+	t.Helper()
+	n := new(atomic.Int32)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n.Add(1)
+		h(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	return srv, n
 }
 
 // closedAddr is the address of a listener that no longer listens, so that
@@ -151,14 +173,11 @@ func TestRunOnceClassification(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			q := openQueue(t, "o-1")
-			var handled atomic.Int32
+			handled := new(atomic.Int32)
 			url := closedAddr(t)
 			if tc.handler != nil {
-				srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-					handled.Add(1)
-					tc.handler(w, r)
-				}))
-				t.Cleanup(srv.Close)
+				var srv *httptest.Server
+				srv, handled = countingServer(t, tc.handler)
 				url = srv.URL
 			}
 			var events bytes.Buffer
@@ -184,10 +203,7 @@ func TestRunOnceClassification(t *testing.T) {
 			if got, want := handled.Load() > 0, tc.wantHandled; got != want {
 				t.Errorf("server saw the request = %v, want %v", got, want)
 			}
-			job, err := q.Get(context.Background(), "o-1")
-			if err != nil {
-				t.Fatal(err)
-			}
+			job := getJob(t, q, "o-1")
 			if got, want := job.State, tc.wantState; got != want {
 				t.Fatalf("state = %s, want %s", got, want)
 			}
@@ -237,6 +253,11 @@ func TestClassify(t *testing.T) {
 		{"ack nested", 200, `{"ack":{"ack":true}}`, nil, sender.ClassBadAck},
 		{"2xx body cut by timeout", 200, `{"ack":tr`, context.DeadlineExceeded, sender.ClassRetryable},
 		{"101", 101, ``, nil, sender.ClassUnexpected},
+		{"199", 199, `{"ack":true}`, nil, sender.ClassUnexpected},
+		{"299 ack true", 299, `{"ack":true}`, nil, sender.ClassOK},
+		{"300", 300, `{"ack":true}`, nil, sender.ClassUnexpected},
+		{"400", 400, ``, nil, sender.ClassPermanent},
+		{"500", 500, ``, nil, sender.ClassRetryable},
 		{"301", 301, ``, nil, sender.ClassUnexpected},
 		{"600", 600, ``, nil, sender.ClassUnexpected},
 		{"499", 499, ``, nil, sender.ClassPermanent},
@@ -254,12 +275,7 @@ func TestClassify(t *testing.T) {
 
 func TestExitAfterReceiptLeavesJobLeased(t *testing.T) {
 	q := openQueue(t, "o-1")
-	var handled atomic.Int32
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		handled.Add(1)
-		reply(200, `{"ack":true}`)(w, r)
-	}))
-	t.Cleanup(srv.Close)
+	srv, handled := countingServer(t, reply(200, `{"ack":true}`))
 	var events bytes.Buffer
 	s := newSender(q, srv.URL, &events)
 	hooked := 0
@@ -276,10 +292,7 @@ func TestExitAfterReceiptLeavesJobLeased(t *testing.T) {
 	if got, want := handled.Load(), int32(1); got != want {
 		t.Errorf("requests = %d, want %d", got, want)
 	}
-	job, err := q.Get(context.Background(), "o-1")
-	if err != nil {
-		t.Fatal(err)
-	}
+	job := getJob(t, q, "o-1")
 	if got, want := job.State, queue.Leased; got != want {
 		t.Errorf("state = %s, want %s", got, want)
 	}
@@ -312,10 +325,7 @@ func TestStaleFinish(t *testing.T) {
 	if res.Applied {
 		t.Errorf("applied = true, want false")
 	}
-	job, err := q.Get(context.Background(), "o-1")
-	if err != nil {
-		t.Fatal(err)
-	}
+	job := getJob(t, q, "o-1")
 	if got, want := job.State, queue.Leased; got != want {
 		t.Errorf("state = %s, want %s", got, want)
 	}
@@ -333,12 +343,7 @@ func TestStaleFinish(t *testing.T) {
 
 func TestRunDeliversUntilEmpty(t *testing.T) {
 	q := openQueue(t, "o-1", "o-2", "o-3")
-	var handled atomic.Int32
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		handled.Add(1)
-		reply(200, `{"ack":true}`)(w, r)
-	}))
-	t.Cleanup(srv.Close)
+	srv, handled := countingServer(t, reply(200, `{"ack":true}`))
 	var events bytes.Buffer
 	s := newSender(q, srv.URL, &events)
 
@@ -354,10 +359,7 @@ func TestRunDeliversUntilEmpty(t *testing.T) {
 		t.Errorf("requests = %d, want %d", got, want)
 	}
 	for _, id := range []string{"o-1", "o-2", "o-3"} {
-		job, err := q.Get(context.Background(), id)
-		if err != nil {
-			t.Fatal(err)
-		}
+		job := getJob(t, q, id)
 		if got, want := job.State, queue.Done; got != want {
 			t.Errorf("%s state = %s, want %s", id, got, want)
 		}
@@ -382,10 +384,7 @@ func TestRunStopsOnBadAck(t *testing.T) {
 	if got, want := n, 1; got != want {
 		t.Errorf("claimed = %d, want %d", got, want)
 	}
-	job, err := q.Get(context.Background(), "o-2")
-	if err != nil {
-		t.Fatal(err)
-	}
+	job := getJob(t, q, "o-2")
 	if got, want := job.State, queue.Pending; got != want {
 		t.Errorf("o-2 state = %s, want %s", got, want)
 	}

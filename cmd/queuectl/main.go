@@ -106,7 +106,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("queuectl "+name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard) // errors are reported once, on one line, by report
 	dbPath := fs.String("db", "", "queue database file (required)")
-	nowMs := fs.Int64("now-ms", -1, "injected clock, ms since the epoch (default: the real clock)")
+	nowMs := fs.Int64("now-ms", 0, "injected clock, ms since the epoch (default: the real clock)")
 	busy := fs.Int64("busy-timeout-ms", 5000, "how long to wait for another process's lock")
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	action := v.setup(fs)
@@ -130,19 +130,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if fs.NArg() > 0 {
 		return exitcode.Usagef("%s: unexpected argument %q. Try: queuectl %s -h", name, fs.Arg(0), name)
 	}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	for _, r := range v.required {
-		if !set[r] {
+		if !isSet(fs, r) {
 			return exitcode.Usagef("%s: --%s is required. Try: queuectl %s -h", name, r, name)
 		}
 	}
 	e := &env{now: *nowMs, json: *asJSON, stdout: stdout, stderr: stderr, dbPath: *dbPath}
-	if e.now < 0 {
-		if *nowMs != -1 {
-			return fmt.Errorf("%w: --now-ms %d: want ms since the epoch, >= 0", queue.ErrInvalid, *nowMs)
-		}
+	switch {
+	case !isSet(fs, "now-ms"):
 		e.now = time.Now().UnixMilli()
+	case e.now < 0:
+		return fmt.Errorf("%w: --now-ms %d: want ms since the epoch, >= 0", queue.ErrInvalid, *nowMs)
 	}
 	if *busy < 0 {
 		return fmt.Errorf("%w: --busy-timeout-ms %d: want >= 0", queue.ErrInvalid, *busy)
@@ -162,4 +160,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("%s: %w", name, err)
 	}
 	return nil
+}
+
+// isSet reports whether name was given on the command line, so a flag's
+// zero value can still be asked for (--max-dead 0, --older-than 0s).
+func isSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }

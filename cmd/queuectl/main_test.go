@@ -129,6 +129,7 @@ func TestBadInputExitsWithItsCodeAndWritesNothing(t *testing.T) {
 		{"bad owner", []string{"claim", "--db", db, "--owner", "A B"}, 3, `owner "A B"`},
 		{"zero lease", []string{"claim", "--db", db, "--owner", "A", "--lease-ms", "0"}, 3, "lease ms 0"},
 		{"negative clock", []string{"claim", "--db", db, "--owner", "A", "--now-ms", "-5"}, 3, "--now-ms -5"},
+		{"clock at -1", []string{"claim", "--db", db, "--owner", "A", "--now-ms", "-1"}, 3, "--now-ms -1"},
 		{"free-text note", []string{"redrive", "--db", db, "--id", "o-1", "--note", "it broke"}, 3, `note "it broke"`},
 		{"missing file", []string{"stats", "--db", filepath.Join(dir, "nope.db")}, 4, "database file missing"},
 		{"not SQLite", []string{"stats", "--db", garbage}, 5, "not a queue database"},

@@ -167,14 +167,6 @@ func init() {
 		}}
 }
 
-// isSet reports whether name was given on the command line, so a flag's
-// zero value can still be asked for (--max-dead 0, --older-than 0s).
-func isSet(fs *flag.FlagSet, name string) bool {
-	set := false
-	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
-	return set
-}
-
 // clockOf is the injected clock, held still, when --now-ms was given, and
 // the wall clock otherwise: a long bulk redrive or a server must not stamp
 // everything with the instant it started.

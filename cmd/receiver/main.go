@@ -40,8 +40,8 @@ type usageError struct{ err error }
 func (e usageError) Error() string { return e.err.Error() }
 func (e usageError) Unwrap() error { return e.err }
 
-// exitCode maps an error to CONTRACT §6. It is local until internal/exitcode
-// lands, so the two do not collide.
+// exitCode maps an error to CONTRACT §6. It is local because
+// internal/exitcode maps the queue's sentinels, not the receiver's.
 func exitCode(err error) int {
 	var ue usageError
 	switch {

@@ -307,6 +307,7 @@ func TestProcessRefuses(t *testing.T) {
 		{"bad loose-ack", []string{"--db", fresh, "--loose-ack", "yes"}, 3, "loose_ack must be"},
 		{"bad reject-id", []string{"--db", fresh, "--reject-id", "a b"}, 3, "not a valid order id"},
 		{"zero busy timeout", []string{"--db", fresh, "--busy-timeout-ms", "0"}, 3, "--busy-timeout-ms"},
+		{"busy timeout over a day", []string{"--db", fresh, "--busy-timeout-ms", "86400001"}, 3, "--busy-timeout-ms"},
 		{"not sqlite", []string{"--db", garbage}, 5, "not a receiver database"},
 		{"busy", []string{"--db", locked, "--busy-timeout-ms", "50"}, 6, "database busy"},
 		{"address in use", []string{"--db", filepath.Join(dir, "addr.db"), "--addr", taken.Addr().String()}, 1, "listen"},

@@ -108,7 +108,7 @@ func TestDashboardInChromium(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dead, err := q.ListDead(bg, "", 0)
+	dead, err := q.ListDead(bg, "", queue.AllDead)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -180,7 +180,7 @@ func (b BulkRedrive) Run(ctx context.Context, q *queue.Queue) (BulkResult, error
 	// Each job's own work runs to its end even after Ctrl-C; only the wait
 	// between jobs is interrupted. So "interrupted" always means "between jobs".
 	work := context.WithoutCancel(ctx)
-	jobs, err := q.ListDead(work, b.Reason, 0)
+	jobs, err := q.ListDead(work, b.Reason, queue.AllDead)
 	if err != nil {
 		return res, err
 	}

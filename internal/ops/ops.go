@@ -49,17 +49,17 @@ func ListDead(ctx context.Context, q *queue.Queue, reason queue.Reason, olderTha
 	if olderThan != nil && *olderThan < 0 {
 		return nil, fmt.Errorf("%w: older than %s: want a duration >= 0", queue.ErrInvalid, *olderThan)
 	}
-	jobs, err := q.ListDead(ctx, reason, 0)
+	diedAtOrBefore := queue.AllDead
+	if olderThan != nil {
+		diedAtOrBefore = now - olderThan.Milliseconds() - 1 // strictly older
+	}
+	jobs, err := q.ListDead(ctx, reason, diedAtOrBefore)
 	if err != nil {
 		return nil, err
 	}
 	out := make([]DeadJob, 0, len(jobs))
 	for _, j := range jobs {
-		d := deadJob(j, now)
-		if olderThan != nil && now-j.UpdatedAt <= olderThan.Milliseconds() {
-			continue
-		}
-		out = append(out, d)
+		out = append(out, deadJob(j, now))
 	}
 	return out, nil
 }
