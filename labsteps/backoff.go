@@ -16,12 +16,7 @@ const (
 //	h     = FNV-1a-64 of "<id>:<attempt>"
 //	delay = d/2 + (h mod (d/2 + 1))
 func expectedBackoff(id string, attempt int) int64 {
-	d := int64(backoffBase)
-	for i := 1; i < attempt && d < backoffCap; i++ {
-		d *= 2
-	}
-	d = min(d, backoffCap)
-	half := d / 2
+	half := backoffCeiling(attempt) / 2
 	return half + int64(fnv1a64(id+":"+strconv.Itoa(attempt))%uint64(half+1))
 }
 

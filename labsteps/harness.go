@@ -60,7 +60,6 @@ type stepFailed struct{}
 // test, the processes it started and everything they printed.
 type Harness struct {
 	ctx    context.Context
-	Step   Step
 	Dir    string // fresh work directory of this step
 	LogDir string // per-process logs: NN-name.stdout / .stderr
 	Bin    string // directory holding queuectl, sender, receiver
@@ -87,10 +86,9 @@ type Harness struct {
 	section string
 }
 
-func newHarness(ctx context.Context, s Step, dir, bin string) (*Harness, error) {
-	h := &Harness{ctx: ctx, Step: s, Dir: dir, LogDir: filepath.Join(dir, "logs"), Bin: bin,
+func newHarness(ctx context.Context, dir, bin string) *Harness {
+	return &Harness{ctx: ctx, Dir: dir, LogDir: filepath.Join(dir, "logs"), Bin: bin,
 		DB: filepath.Join(dir, "queue.db"), began: time.Now(), WaitLimit: 10 * time.Second}
-	return h, nil
 }
 
 // top is the step's own harness, above any parts.
@@ -116,7 +114,7 @@ func (h *Harness) Parallel(parts ...Part) {
 	panics := make([]any, len(parts))
 	var wg sync.WaitGroup
 	for i, p := range parts {
-		sub := &Harness{ctx: h.ctx, Step: h.Step, Dir: h.Dir, LogDir: h.LogDir, Bin: h.Bin, DB: h.DB,
+		sub := &Harness{ctx: h.ctx, Dir: h.Dir, LogDir: h.LogDir, Bin: h.Bin, DB: h.DB,
 			began: h.began, WaitLimit: h.WaitLimit, parent: h}
 		subs[i] = sub
 		wg.Add(1)

@@ -27,10 +27,8 @@ type WriteLock struct {
 // until Release. It never writes: the transaction is rolled back. (The only
 // other place the lab touches the file directly is Trap, in step 5.)
 func (h *Harness) HoldWriteLock() *WriteLock {
-	abs, _ := filepath.Abs(h.DB)
-	dsn := "file:" + (&url.URL{Path: abs}).EscapedPath() + "?mode=rw&_busy_timeout=5000"
-	why := "the race is forced by holding the write lock while both senders start"
-	db, err := sql.Open("sqlite", dsn)
+	why := "the harness holds the write lock to stop every writer at a known point"
+	db, err := sql.Open("sqlite", queueDSN(h.DB))
 	if err != nil {
 		h.Fatalf("the harness opens the queue file", "open", why, "%v", err)
 	}
@@ -46,6 +44,13 @@ func (h *Harness) HoldWriteLock() *WriteLock {
 	}
 	h.Action("BEGIN IMMEDIATE: the harness holds the queue's write lock", noClock)
 	return &WriteLock{h: h, db: db, conn: conn}
+}
+
+// queueDSN opens the queue file at path read-write (never creating it), with
+// the contract's default busy timeout.
+func queueDSN(path string) string {
+	abs, _ := filepath.Abs(path)
+	return "file:" + (&url.URL{Path: abs}).EscapedPath() + "?mode=rw&_busy_timeout=5000"
 }
 
 // Release rolls the empty transaction back, letting the waiting writers go.

@@ -65,14 +65,19 @@ type Redrive struct {
 	Note       string `json:"note"`
 }
 
-// q runs `queuectl VERB --db DB --json [--now-ms NOW] args…`. now < 0 leaves
-// the clock out (the real clock).
-func (h *Harness) q(verb string, now int64, args ...string) *Run {
+// qArgs is `VERB --db DB --json [--now-ms NOW] args…`, the arguments of a
+// queuectl verb. now < 0 leaves the clock out (the real clock).
+func (h *Harness) qArgs(verb string, now int64, args ...string) []string {
 	all := []string{verb, "--db", h.DB, "--json"}
 	if now >= 0 {
 		all = append(all, "--now-ms", strconv.FormatInt(now, 10))
 	}
-	return h.exec("queuectl", append(all, args...)...)
+	return append(all, args...)
+}
+
+// q runs queuectl with qArgs.
+func (h *Harness) q(verb string, now int64, args ...string) *Run {
+	return h.exec("queuectl", h.qArgs(verb, now, args...)...)
 }
 
 // parse decodes the run's stdout into v, failing the step if it is not the one
@@ -177,6 +182,21 @@ func (h *Harness) Claim(owner string, now, leaseMs int64) Claimed {
 	return c
 }
 
+// ClaimAll claims n due jobs at now, one claim each, and fails the step unless
+// every claim got a job and no job came twice. It returns the jobs by id.
+func (h *Harness) ClaimAll(owner string, n int, now, leaseMs int64) map[string]Job {
+	held := map[string]Job{}
+	for range n {
+		c := h.Claim(owner, now, leaseMs)
+		h.ExpectExit(fmt.Sprintf("claim at %d while jobs are due", now), 0, c.Run,
+			fmt.Sprintf("%d jobs are due and none is leased", n))
+		held[c.Job.ID] = c.Job
+	}
+	h.Equal(fmt.Sprintf("%d claims got %d different jobs", n, n), n, len(held),
+		"one claim hands out one job; a job already leased is not handed out again")
+	return held
+}
+
 // Finished is the answer to `queuectl finish`.
 type Finished struct {
 	Run     *Run `json:"-"`
@@ -221,10 +241,9 @@ func (h *Harness) Redrive(id, note string, now int64) Redriven {
 
 // Shown is the answer to `queuectl show`.
 type Shown struct {
-	Run            *Run              `json:"-"`
-	Job            Job               `json:"job"`
-	Redrives       []Redrive         `json:"redrives"`
-	Investigations []json.RawMessage `json:"investigations"`
+	Run      *Run      `json:"-"`
+	Job      Job       `json:"job"`
+	Redrives []Redrive `json:"redrives"`
 }
 
 // Show reads a job and its history with a fresh process.
@@ -240,9 +259,14 @@ func (h *Harness) Show(id string) Shown {
 // MustShow reads a job that must exist.
 func (h *Harness) MustShow(id string) Shown {
 	s := h.Show(id)
-	h.ExpectExit("`queuectl show --id "+id+"` finds the job", 0, s.Run,
-		"no path may delete a job: its id and qty are the evidence of what happened to the order")
+	h.expectFound(id, s.Run)
 	return s
+}
+
+// expectFound checks that `queuectl show --id ID` found the job.
+func (h *Harness) expectFound(id string, r *Run) {
+	h.ExpectExit("`queuectl show --id "+id+"` finds the job", 0, r,
+		"no path may delete a job: its id and qty are the evidence of what happened to the order")
 }
 
 // BackoffCase is one question to `queuectl backoff`.
@@ -300,13 +324,12 @@ func (h *Harness) UseQueue(name string) {
 func (h *Harness) ShowAll(ids ...string) map[string]Shown {
 	cmds := make([][]string, len(ids))
 	for i, id := range ids {
-		cmds[i] = []string{"queuectl", "show", "--db", h.DB, "--json", "--id", id}
+		cmds[i] = append([]string{"queuectl"}, h.qArgs("show", -1, "--id", id)...)
 	}
 	out := map[string]Shown{}
 	for i, r := range h.execAll(cmds) {
 		s := Shown{Run: r}
-		h.ExpectExit("`queuectl show --id "+ids[i]+"` finds the job", 0, r,
-			"no path may delete a job: its id and qty are the evidence of what happened to the order")
+		h.expectFound(ids[i], r)
 		h.parse(r, &s)
 		out[ids[i]] = s
 	}

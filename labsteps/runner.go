@@ -159,33 +159,26 @@ func RunSteps(ctx context.Context, cfg Config, steps []Step, report func(Result)
 func RunStep(ctx context.Context, cfg Config, s Step) (res Result) {
 	t0 := time.Now()
 	res = Result{Step: s}
+	defer func() { res.Took = time.Since(t0) }()
 	timeout := cfg.StepTimeout
 	if timeout <= 0 {
 		timeout = 60 * time.Second
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	var dir string
 	bin, err := filepath.Abs(cfg.Bin)
 	if err == nil {
 		err = CheckBin(bin)
 	}
+	if err == nil {
+		dir, err = os.MkdirTemp(cfg.WorkRoot, fmt.Sprintf("snacklab-step%d-*", s.Num))
+	}
 	if err != nil {
 		res.Problem = err.Error()
-		res.Took = time.Since(t0)
 		return res
 	}
-	dir, err := os.MkdirTemp(cfg.WorkRoot, fmt.Sprintf("snacklab-step%d-*", s.Num))
-	if err != nil {
-		res.Problem = err.Error()
-		res.Took = time.Since(t0)
-		return res
-	}
-	h, err := newHarness(ctx, s, dir, bin)
-	if err != nil {
-		res.Problem = err.Error()
-		res.Took = time.Since(t0)
-		return res
-	}
+	h := newHarness(ctx, dir, bin)
 	h.Narrate("step %d: %s", s.Num, s.Title)
 	func() {
 		defer func() {
@@ -236,6 +229,5 @@ func RunStep(ctx context.Context, cfg Config, s Step) (res Result) {
 			res.Problem = "write logs: " + err.Error()
 		}
 	}
-	res.Took = time.Since(t0)
 	return res
 }

@@ -41,18 +41,11 @@ func runStep1(h *Harness) {
 	h.MustEnqueue("b-dl-lt", 7, t0, "--deadline-ms", fmt.Sprint(window))
 	h.MustEnqueue("c-ex", 7, t0, "--max-attempts", "2")
 	h.MustEnqueue("d-both", 7, t0, "--max-attempts", "1", "--deadline-ms", "400")
-	tokens := map[string]int64{}
-	for range 4 {
-		c := h.Claim("W", t0, 30000)
-		h.ExpectExit("claim at t0 while jobs are due", 0, c.Run, "four jobs are due at t0 and none is leased")
-		tokens[c.Job.ID] = c.Job.Token
-	}
-	h.Equal("the four claims got the four jobs", 4, len(tokens),
-		"one claim hands out one job; a job already leased is not handed out again")
+	held := h.ClaimAll("W", 4, t0, 30000)
 
 	// c-ex: attempt 1 of 2 fails → pending at now + backoff(c-ex, 1).
 	b1 := expectedBackoff("c-ex", 1)
-	f := h.MustFinish("c-ex", tokens["c-ex"], "retry", t0)
+	f := h.MustFinish("c-ex", held["c-ex"].Token, "retry", t0)
 	h.Equal("retry with budget left (attempt 1 of 2): state", "pending", f.State,
 		"a temporary failure with attempts left is tried again later, not dropped")
 	h.Equal("retry with budget left: available_at = now + backoff(c-ex, 1)", t0+b1, f.AvailableAt, whyBackoff)
@@ -63,19 +56,19 @@ func runStep1(h *Harness) {
 		"when the last attempt fails the job is quarantined with its evidence, not retried forever")
 
 	// d-both: the last attempt, and the deadline passed too: exhausted wins.
-	f = h.MustFinish("d-both", tokens["d-both"], "retry", t0+b1)
+	f = h.MustFinish("d-both", held["d-both"].Token, "retry", t0+b1)
 	h.Equal("retry at attempt 1 of 1 past the deadline: state and reason", "dead(exhausted)", stateReason(*f),
 		"the contract checks the attempt budget first, so the reason names the limit that was really used up")
 
 	// a-dl-eq: fail it so that now + backoff lands exactly on the deadline.
 	dl := int64(t0 + window)
 	now := dl - expectedBackoff("a-dl-eq", 1)
-	f = h.MustFinish("a-dl-eq", tokens["a-dl-eq"], "retry", now)
+	f = h.MustFinish("a-dl-eq", held["a-dl-eq"].Token, "retry", now)
 	h.Equal(fmt.Sprintf("retry whose next try (%d) equals deadline_at (%d): state and reason", dl, dl), "dead(deadline)", stateReason(*f),
 		"a try scheduled at the deadline would already be too late: the deadline is not a time to try at")
 	// b-dl-lt: one ms earlier, the job is retried, at deadline - 1.
 	now = dl - expectedBackoff("b-dl-lt", 1) - 1
-	f = h.MustFinish("b-dl-lt", tokens["b-dl-lt"], "retry", now)
+	f = h.MustFinish("b-dl-lt", held["b-dl-lt"].Token, "retry", now)
 	h.Equal(fmt.Sprintf("retry whose next try is deadline_at−1 (%d): state", dl-1), "pending", f.State,
 		"one ms before the deadline there is still time: quarantining it would drop a deliverable order")
 	h.Equal("…and it is due at deadline_at−1", dl-1, f.AvailableAt, whyBackoff)

@@ -3,7 +3,6 @@ package labsteps
 import (
 	"fmt"
 	"os"
-	"strconv"
 	"time"
 )
 
@@ -28,9 +27,12 @@ func runStep2(h *Harness) {
 	lock := h.HoldWriteLock()
 	enq := h.start("enqueue", LaneQueuectl, "queuectl", t0, func(l Line) (string, bool) {
 		return "enqueue reported: " + trim(l.Text), true
-	}, "enqueue", "--db", h.DB, "--json", "--now-ms", strconv.FormatInt(t0, 10), "--id", "o-1", "--qty", "7")
+	}, h.qArgs("enqueue", t0, "--id", "o-1", "--qty", "7")...)
 	blocked := h.WaitBlocked(2*time.Second, enq)
 	ex, code, sig := enq.Exited()
+	// Killed before its output is read: Kill waits for the end of its stdout,
+	// so a line written just before it went to sleep is not missed.
+	enq.Kill()
 	lines := enq.Lines()
 	observed := "waiting, nothing printed"
 	switch {
@@ -45,7 +47,6 @@ func runStep2(h *Harness) {
 		"enqueue waits for the write lock and prints nothing", observed,
 		"an acceptance reported before its commit is a promise a crash can break: the harness holds the lock, "+
 			"so nothing could have been committed yet")
-	enq.Kill()
 	lock.Release()
 	s := h.Show("o-1")
 	h.ExpectExit("an enqueue killed before its commit left no order (show exits 8, not found)", 8, s.Run,

@@ -28,10 +28,11 @@ func runStep3(h *Harness) {
 
 	c = h.Claim("A", t0, lease)
 	h.ExpectExit("claim at available_at", 0, c.Run, "the job is due at available_at itself")
-	j := c.Job
+	grant := func(j Job) string {
+		return fmt.Sprintf("%s %s owner=%s lease_until=%s token=%d attempts=%d", j.ID, j.State, show(j.Owner), show(j.LeaseUntil), j.Token, j.Attempts)
+	}
 	h.Equal("the claim leases o-1 to A until now+lease with token 1, attempt 1",
-		fmt.Sprintf("o-1 leased owner=A lease_until=%d token=1 attempts=1", t0+lease),
-		fmt.Sprintf("%s %s owner=%s lease_until=%s token=%d attempts=%d", j.ID, j.State, show(j.Owner), show(j.LeaseUntil), j.Token, j.Attempts),
+		fmt.Sprintf("o-1 leased owner=A lease_until=%d token=1 attempts=1", t0+lease), grant(c.Job),
 		"the owner, the lease and the token are what every later step relies on to tell holders apart")
 
 	c = h.Claim("B", t0+lease-1, lease)
@@ -41,10 +42,8 @@ func runStep3(h *Harness) {
 	c = h.Claim("B", t0+lease, lease)
 	h.ExpectExit("B's claim at lease_until exactly reclaims the job", 0, c.Run,
 		"the expiry instant itself is expired (lease_until <= now): waiting one more tick delays every recovery and breaks the contract's boundary")
-	j = c.Job
 	h.Equal("the reclaim leases o-1 to B with token 2, attempt 2",
-		fmt.Sprintf("o-1 leased owner=B lease_until=%d token=2 attempts=2", t0+2*lease),
-		fmt.Sprintf("%s %s owner=%s lease_until=%s token=%d attempts=%d", j.ID, j.State, show(j.Owner), show(j.LeaseUntil), j.Token, j.Attempts),
+		fmt.Sprintf("o-1 leased owner=B lease_until=%d token=2 attempts=2", t0+2*lease), grant(c.Job),
 		"each grant bumps the token by exactly one, so A's token 1 is now stale and its late finish can be refused")
 
 	// A job backing off must not block an independent one behind it.

@@ -9,8 +9,8 @@ var step5 = Step{
 	Num: 5, Slug: "redrive",
 	Title: "Redrive: refused unless dead, notes are ticket ids, audit row with the change, token never rolls back",
 	Checks: "Redrive is refused for a pending (exit 9), leased (10), done (11) and unknown (8) job, and for notes " +
-		"that are free text, non-ASCII, control characters, too long or not starting with a letter or digit " +
-		"(exit 3), each time with nothing written. A redrive whose state change fails (the lab makes every update of " +
+		"that are free text, non-ASCII, control characters, too long (65 bytes; 64 is accepted) or not starting " +
+		"with a letter or digit (exit 3), each time with nothing written. A redrive whose state change fails (the lab makes every update of " +
 		"the job fail for a moment) leaves no audit row: the row and the change are one transaction. " +
 		"For a dead job it writes the audit row (job_id, prev_token, " +
 		"prev_reason, at_ms, note) and makes the job pending with attempts 0, available_at now and a new " +
@@ -28,14 +28,9 @@ func runStep5(h *Harness) {
 		h.MustEnqueue(id, 7, t0, "--deadline-ms", fmt.Sprint(window))
 	}
 	h.MustEnqueue("r-pend", 7, t0+100000) // not due during this step
-	tok := map[string]int64{}
-	for range 3 {
-		c := h.Claim("A", t0, 30000)
-		h.ExpectExit("claim at t0 while jobs are due", 0, c.Run, "three jobs are due and none is leased")
-		tok[c.Job.ID] = c.Job.Token
-	}
-	h.MustFinish("r-done", tok["r-done"], "ok", t0+1)
-	h.MustFinish("r-dead", tok["r-dead"], "permanent", t0+1)
+	held := h.ClaimAll("A", 3, t0, 30000)
+	h.MustFinish("r-done", held["r-done"].Token, "ok", t0+1)
+	h.MustFinish("r-dead", held["r-dead"].Token, "permanent", t0+1)
 	ids := []string{"r-dead", "r-done", "r-lease", "r-pend"}
 	before := h.ShowAll(ids...)
 
@@ -76,11 +71,14 @@ func runStep5(h *Harness) {
 			"a refused redrive writes nothing (CONTRACT §6): no half-redrive, no audit row for something that did not happen")
 	}
 
-	// The redrive itself.
+	// The redrive itself, with the longest note allowed: the other side of the
+	// 65-byte refusal above.
 	at := int64(t0 + 5000)
 	dead := before["r-dead"].Job
-	rd := h.Redrive("r-dead", "TICKET-42", at)
-	h.ExpectExit("redrive of the dead job r-dead", 0, rd.Run, "a person looked at it and allowed it to run again")
+	note := "TICKET-42/" + strings.Repeat("9", 54)
+	rd := h.Redrive("r-dead", note, at)
+	h.ExpectExit("redrive of the dead job r-dead, with a note of 64 bytes", 0, rd.Run,
+		"a person looked at it and allowed it to run again; 64 bytes is the longest note the contract allows")
 	j := rd.Job
 	h.Equal("after the redrive: state, reason, attempts, available_at, deadline_at",
 		fmt.Sprintf("pending reason=null attempts=0 available_at=%d deadline_at=%d", at, at+window),
@@ -89,7 +87,9 @@ func runStep5(h *Harness) {
 	h.Equal("after the redrive: the token is not rolled back", dead.Token, j.Token,
 		"the token counts grants forever; resetting it would make an old holder's token valid again")
 	s = h.MustShow("r-dead")
-	want := Redrive{JobID: "r-dead", PrevToken: dead.Token, PrevReason: "permanent", AtMs: at, Note: "TICKET-42"}
+	want := Redrive{JobID: "r-dead", PrevToken: dead.Token, PrevReason: "permanent", AtMs: at, Note: note}
+	h.Equal("the redrive's answer carries the audit row", fmt.Sprintf("%+v", want), fmt.Sprintf("%+v", rd.Redrive),
+		"the operator sees at once what was recorded (CONTRACT §3: {\"job\":JOB,\"redrive\":REDRIVE})")
 	got := "none"
 	if len(s.Redrives) > 0 {
 		got = fmt.Sprintf("%d row(s), last %+v", len(s.Redrives), s.Redrives[len(s.Redrives)-1])

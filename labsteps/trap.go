@@ -3,8 +3,6 @@ package labsteps
 import (
 	"context"
 	"database/sql"
-	"net/url"
-	"path/filepath"
 	"strings"
 )
 
@@ -48,10 +46,8 @@ func (t *Trap) Remove() {
 
 func (t *Trap) exec(stmt string) {
 	h := t.h
-	abs, _ := filepath.Abs(h.DB)
-	dsn := "file:" + (&url.URL{Path: abs}).EscapedPath() + "?mode=rw&_busy_timeout=5000"
 	why := "the step makes one update fail on purpose to see what a failed transaction leaves behind"
-	db, err := sql.Open("sqlite", dsn)
+	db, err := sql.Open("sqlite", queueDSN(h.DB))
 	if err == nil {
 		_, err = db.ExecContext(context.WithoutCancel(h.ctx), stmt)
 		if cerr := db.Close(); err == nil {
