@@ -1,11 +1,14 @@
 package labsteps
 
 import (
+	"bytes"
 	"encoding/json"
 	"encoding/xml"
 	"fmt"
 	"html/template"
 	"io"
+	"os"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -93,57 +96,140 @@ func WriteGradescope(w io.Writer, results []Result, took time.Duration) error {
 
 // WriteJUnit writes JUnit XML: one testcase per step.
 func WriteJUnit(w io.Writer, results []Result, took time.Duration) error {
-	type failure struct {
-		Message string `xml:"message,attr"`
-		Type    string `xml:"type,attr"`
-		Text    string `xml:",chardata"`
-	}
-	type testcase struct {
-		Name      string   `xml:"name,attr"`
-		Classname string   `xml:"classname,attr"`
-		Time      string   `xml:"time,attr"`
-		Failure   *failure `xml:"failure,omitempty"`
-		SystemOut string   `xml:"system-out,omitempty"`
-	}
-	type suite struct {
-		XMLName  xml.Name   `xml:"testsuite"`
-		Name     string     `xml:"name,attr"`
-		Tests    int        `xml:"tests,attr"`
-		Failures int        `xml:"failures,attr"`
-		Time     string     `xml:"time,attr"`
-		Cases    []testcase `xml:"testcase"`
-	}
-	s := suite{Name: "snacklab-lab", Tests: len(results), Time: secs(took)}
+	s := JUnitSuite{Name: "snacklab-lab", Time: JUnitSeconds(took.Seconds())}
 	for _, r := range results {
-		tc := testcase{Name: fmt.Sprintf("step%d_%s", r.Step.Num, strings.ReplaceAll(r.Step.Slug, "-", "_")),
-			Classname: "snacklab.lab", Time: secs(r.Took), SystemOut: r.Narrative}
+		tc := JUnitCase{Name: JUnitCaseName(r.Step.Num, r.Step.Slug), Classname: "snacklab.lab",
+			Time: JUnitSeconds(r.Took.Seconds()), SystemOut: r.Narrative}
 		if !r.Pass {
-			s.Failures++
 			msg := r.Problem
 			if c := r.Failed(); c != nil {
 				msg = c.What
 			}
-			tc.Failure = &failure{Message: msg, Type: "LabStepFailed", Text: r.Detail()}
+			tc.Failure = &JUnitFailure{Message: msg, Type: "LabStepFailed", Text: r.Detail()}
 		}
 		s.Cases = append(s.Cases, tc)
 	}
-	wrapped := struct {
-		XMLName xml.Name `xml:"testsuites"`
-		Suite   suite
-	}{Suite: s}
+	return EncodeJUnit(w, s)
+}
+
+// ---- JUnit XML, shared with internal/grade and internal/isolate ----
+
+// JUnitSuite is one <testsuite>. EncodeJUnit fills its tests, failures and
+// skipped counts from its cases.
+type JUnitSuite struct {
+	XMLName   xml.Name        `xml:"testsuite"`
+	Name      string          `xml:"name,attr"`
+	Tests     int             `xml:"tests,attr"`
+	Failures  int             `xml:"failures,attr"`
+	Skipped   int             `xml:"skipped,attr"`
+	Time      JUnitSeconds    `xml:"time,attr"`
+	Props     JUnitProperties `xml:"properties,omitempty"`
+	Cases     []JUnitCase     `xml:"testcase"`
+	SystemOut string          `xml:"system-out,omitempty"`
+}
+
+// JUnitCase is one <testcase>: a failure when Failure is set, skipped when
+// Skipped is.
+type JUnitCase struct {
+	Name      string          `xml:"name,attr"`
+	Classname string          `xml:"classname,attr"`
+	Time      JUnitSeconds    `xml:"time,attr"`
+	Props     JUnitProperties `xml:"properties,omitempty"`
+	Failure   *JUnitFailure   `xml:"failure,omitempty"`
+	Skipped   *JUnitFailure   `xml:"skipped,omitempty"`
+	SystemOut string          `xml:"system-out,omitempty"`
+}
+
+// JUnitFailure is a <failure> (or <skipped>): a one-line message, its type
+// and the full text.
+type JUnitFailure struct {
+	Message string `xml:"message,attr"`
+	Type    string `xml:"type,attr,omitempty"`
+	Text    string `xml:",chardata"`
+}
+
+// JUnitProperties is a <properties> element, left out when empty (an
+// a>b field path would write an empty parent).
+type JUnitProperties []JUnitProperty
+
+// MarshalXML writes <properties> holding one <property> each.
+func (ps JUnitProperties) MarshalXML(e *xml.Encoder, start xml.StartElement) error {
+	return e.EncodeElement(struct {
+		P []JUnitProperty `xml:"property"`
+	}{ps}, start)
+}
+
+// JUnitProperty is one <property name value>.
+type JUnitProperty struct {
+	Name  string `xml:"name,attr"`
+	Value string `xml:"value,attr"`
+}
+
+// JUnitSeconds is a time attribute: seconds with three decimals ("0.210").
+type JUnitSeconds float64
+
+// MarshalXMLAttr writes s with three decimals.
+func (s JUnitSeconds) MarshalXMLAttr(name xml.Name) (xml.Attr, error) {
+	return xml.Attr{Name: name, Value: strconv.FormatFloat(float64(s), 'f', 3, 64)}, nil
+}
+
+// JUnitCaseName names a step's testcase: "step8_crash".
+func JUnitCaseName(num int, slug string) string {
+	return fmt.Sprintf("step%d_%s", num, strings.ReplaceAll(slug, "-", "_"))
+}
+
+// EncodeJUnit writes an XML header and the suites inside <testsuites>,
+// indented, with each suite's counts taken from its cases.
+func EncodeJUnit(w io.Writer, suites ...JUnitSuite) error {
+	for i := range suites {
+		s := &suites[i]
+		s.Tests, s.Failures, s.Skipped = len(s.Cases), 0, 0
+		for _, c := range s.Cases {
+			if c.Failure != nil {
+				s.Failures++
+			}
+			if c.Skipped != nil {
+				s.Skipped++
+			}
+		}
+	}
+	root := struct {
+		XMLName xml.Name     `xml:"testsuites"`
+		Suites  []JUnitSuite `xml:"testsuite"`
+	}{Suites: suites}
 	if _, err := io.WriteString(w, xml.Header); err != nil {
 		return err
 	}
 	enc := xml.NewEncoder(w)
 	enc.Indent("", "  ")
-	if err := enc.Encode(wrapped); err != nil {
+	if err := enc.Encode(root); err != nil {
 		return err
 	}
 	_, err := io.WriteString(w, "\n")
 	return err
 }
 
-func secs(d time.Duration) string { return strconv.FormatFloat(d.Seconds(), 'f', 3, 64) }
+// WriteFile writes path with fn, creating its directory: into path.tmp,
+// then renamed, so a reader never sees half a report.
+func WriteFile(path string, fn func(io.Writer) error) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	var b bytes.Buffer
+	if err := fn(&b); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, b.Bytes(), 0o644); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return nil
+}
 
 // ---- HTML ----
 

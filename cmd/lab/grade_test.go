@@ -35,6 +35,9 @@ func TestGradeUsageErrors(t *testing.T) {
 		{"shard out of range", []string{"grade", "--shard", "2/2", "x"}, "0 <= i < n"},
 		{"bad points", []string{"grade", "--points", "9=10", "x"}, "want STEP=POINTS with STEP 1–8"},
 		{"no runs", []string{"grade", "-n", "0", "x"}, "-n must be at least 1"},
+		{"no jobs", []string{"grade", "--jobs", "0", "x"}, "--jobs must be at least 1"},
+		{"no step time", []string{"grade", "--timeout", "0s", "x"}, "time limits must be positive"},
+		{"no build time", []string{"grade", "--build-timeout", "-1s", "x"}, "time limits must be positive"},
 		{"merge without out", []string{"merge", "x"}, "lab: merge: want --out DIR and at least one SHARDDIR"},
 		{"merge not a shard", []string{"merge", "--out", filepath.Join(t.TempDir(), "m"), bin}, "is not the output of lab grade"},
 	} {

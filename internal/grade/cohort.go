@@ -34,7 +34,7 @@ type Manifest struct {
 }
 
 func writeManifest(out string, m Manifest) error {
-	return writeFile(filepath.Join(out, manifestName), func(w io.Writer) error {
+	return labsteps.WriteFile(filepath.Join(out, manifestName), func(w io.Writer) error {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
 		return enc.Encode(m)
@@ -66,9 +66,9 @@ type CohortInfo struct {
 func WriteCohort(out string, recs []Record, info CohortInfo) error {
 	t := newTable(recs, info)
 	return joinErr(
-		writeFile(filepath.Join(out, "grades.csv"), t.csv),
-		writeFile(filepath.Join(out, "grades.md"), t.markdown),
-		writeFile(filepath.Join(out, "grades.html"), t.html),
+		labsteps.WriteFile(filepath.Join(out, "grades.csv"), t.csv),
+		labsteps.WriteFile(filepath.Join(out, "grades.md"), t.markdown),
+		labsteps.WriteFile(filepath.Join(out, "grades.html"), t.html),
 	)
 }
 

@@ -337,15 +337,15 @@ func (g *grader) gradeOne(ctx context.Context, sub Submission) (Record, error) {
 		rec.Bin = ""
 	}
 	err = errors.Join(
-		writeFile(filepath.Join(dir, "results.json"), func(w io.Writer) error { return WriteResults(w, rec) }),
-		writeFile(filepath.Join(dir, "junit.xml"), func(w io.Writer) error { return WriteJUnit(w, rec) }),
+		labsteps.WriteFile(filepath.Join(dir, "results.json"), func(w io.Writer) error { return WriteResults(w, rec) }),
+		labsteps.WriteFile(filepath.Join(dir, "junit.xml"), func(w io.Writer) error { return WriteJUnit(w, rec) }),
 	)
 	if results != nil && err == nil {
 		reps := make([]labsteps.Result, len(results))
 		for i, runs := range results {
 			reps[i] = representative(runs)
 		}
-		err = writeFile(filepath.Join(dir, "report.html"), func(w io.Writer) error {
+		err = labsteps.WriteFile(filepath.Join(dir, "report.html"), func(w io.Writer) error {
 			return labsteps.WriteHTML(w, labsteps.HTMLReport{Title: "snacklab grade: " + sub.Name, Bin: rec.Bin, When: time.Now(),
 				Took: time.Since(t0), Results: reps})
 		})

@@ -2,14 +2,14 @@ package grade
 
 import (
 	"encoding/json"
-	"encoding/xml"
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
+
+	"snacklab/labsteps"
 )
 
 // Record is one submission's grade: what the cohort reports are made of.
@@ -178,98 +178,39 @@ func ReadResults(path string) (Record, error) {
 // step (a failure when any run failed), and a "build" testcase when the
 // submission could not be built or found.
 func WriteJUnit(w io.Writer, r Record) error {
-	type failure struct {
-		Message string `xml:"message,attr"`
-		Type    string `xml:"type,attr"`
-		Text    string `xml:",chardata"`
-	}
-	type property struct {
-		Name  string `xml:"name,attr"`
-		Value string `xml:"value,attr"`
-	}
-	type testcase struct {
-		Name      string     `xml:"name,attr"`
-		Classname string     `xml:"classname,attr"`
-		Time      string     `xml:"time,attr"`
-		Props     []property `xml:"properties>property,omitempty"`
-		Failure   *failure   `xml:"failure,omitempty"`
-		Skipped   *failure   `xml:"skipped,omitempty"`
-		SystemOut string     `xml:"system-out,omitempty"`
-	}
-	type suite struct {
-		Name     string     `xml:"name,attr"`
-		Tests    int        `xml:"tests,attr"`
-		Failures int        `xml:"failures,attr"`
-		Skipped  int        `xml:"skipped,attr"`
-		Time     string     `xml:"time,attr"`
-		Props    []property `xml:"properties>property"`
-		Cases    []testcase `xml:"testcase"`
-	}
-	secs := func(x float64) string { return strconv.FormatFloat(x, 'f', 3, 64) }
 	class := "snacklab.grade." + r.Name
-	s := suite{Name: r.Name, Time: secs(r.Took), Props: []property{
-		{"score", num(r.Score)}, {"max_score", num(r.Max)}, {"source", r.Source}, {"kind", string(r.Kind)}, {"runs", strconv.Itoa(r.Runs)}}}
+	s := labsteps.JUnitSuite{Name: r.Name, Time: labsteps.JUnitSeconds(r.Took), Props: labsteps.JUnitProperties{
+		{Name: "score", Value: num(r.Score)}, {Name: "max_score", Value: num(r.Max)}, {Name: "source", Value: r.Source},
+		{Name: "kind", Value: string(r.Kind)}, {Name: "runs", Value: strconv.Itoa(r.Runs)}}}
 	if r.Problem != "" {
-		s.Failures++
 		name := "submission"
 		if r.Kind == KindModule {
 			name = "build"
 		}
-		s.Cases = append(s.Cases, testcase{Name: name, Classname: class, Time: "0.000",
-			Failure: &failure{Message: r.Problem, Type: "SubmissionNotGraded", Text: r.BuildOut}})
+		s.Cases = append(s.Cases, labsteps.JUnitCase{Name: name, Classname: class,
+			Failure: &labsteps.JUnitFailure{Message: r.Problem, Type: "SubmissionNotGraded", Text: r.BuildOut}})
 	}
 	for _, st := range r.Steps {
-		tc := testcase{Name: fmt.Sprintf("step%d_%s", st.Num, strings.ReplaceAll(st.Slug, "-", "_")), Classname: class, Time: secs(st.Took),
-			Props: []property{{"points", num(st.Points)}, {"score", num(st.Score)}, {"passes", strconv.Itoa(st.Passes)}, {"runs", strconv.Itoa(st.Runs)}}}
+		tc := labsteps.JUnitCase{Name: labsteps.JUnitCaseName(st.Num, st.Slug), Classname: class, Time: labsteps.JUnitSeconds(st.Took),
+			Props: labsteps.JUnitProperties{{Name: "points", Value: num(st.Points)}, {Name: "score", Value: num(st.Score)},
+				{Name: "passes", Value: strconv.Itoa(st.Passes)}, {Name: "runs", Value: strconv.Itoa(st.Runs)}}}
 		switch st.Status() {
 		case "not run":
-			s.Skipped++
-			tc.Skipped = &failure{Message: "not run: " + r.Problem}
+			tc.Skipped = &labsteps.JUnitFailure{Message: "not run: " + r.Problem}
 		case "failed", "flaky":
-			s.Failures++
 			msg := st.Reason
 			typ := "LabStepFailed"
 			if st.Flaky {
 				typ = "LabStepFlaky"
 				msg = fmt.Sprintf("flaky: passed %d of %d runs; %s", st.Passes, st.Runs, st.Reason)
 			}
-			tc.Failure = &failure{Message: msg, Type: typ, Text: clip(st.Output, maxOutput)}
+			tc.Failure = &labsteps.JUnitFailure{Message: msg, Type: typ, Text: clip(st.Output, maxOutput)}
 		default:
 			tc.SystemOut = clip(st.Output, maxOutput)
 		}
 		s.Cases = append(s.Cases, tc)
 	}
-	s.Tests = len(s.Cases)
-	wrapped := struct {
-		XMLName xml.Name `xml:"testsuites"`
-		Suite   suite    `xml:"testsuite"`
-	}{Suite: s}
-	if _, err := io.WriteString(w, xml.Header); err != nil {
-		return err
-	}
-	enc := xml.NewEncoder(w)
-	enc.Indent("", "  ")
-	if err := enc.Encode(wrapped); err != nil {
-		return err
-	}
-	_, err := io.WriteString(w, "\n")
-	return err
-}
-
-// writeFile creates path and writes it with fn.
-func writeFile(path string, fn func(io.Writer) error) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if err := fn(f); err != nil {
-		f.Close()
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return f.Close()
+	return labsteps.EncodeJUnit(w, s)
 }
 
 func seconds(d time.Duration) float64 { return float64(d.Milliseconds()) / 1000 }

@@ -123,14 +123,7 @@ func WorkerMain(args []string, stderr io.Writer) int {
 }
 
 func writeResult(path string, wr workerResult, stderr io.Writer) int {
-	b, err := json.Marshal(wr)
-	if err == nil {
-		tmp := path + ".tmp"
-		if err = os.WriteFile(tmp, b, 0o644); err == nil {
-			err = os.Rename(tmp, path)
-		}
-	}
-	if err != nil {
+	if err := labsteps.WriteFile(path, func(w io.Writer) error { return json.NewEncoder(w).Encode(wr) }); err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", WorkerArg, err)
 		return 1
 	}
@@ -176,8 +169,8 @@ type procInfo struct {
 	comm            string
 }
 
-// groupProcs lists the processes of process group pgrp (zombies excluded)
-// and the pgrp of every process seen.
+// scanProcs lists every process in /proc: pid, parent, process group,
+// state and name.
 func scanProcs() []procInfo {
 	ents, err := os.ReadDir("/proc")
 	if err != nil {

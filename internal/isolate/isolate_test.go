@@ -289,7 +289,6 @@ func hostProcsFromSub() []string {
 
 type gradeCase struct {
 	name    string
-	bin     string
 	opt     isolate.Options
 	timeout time.Duration // of Run's ctx; 0: none beyond the test's
 	out     isolate.Outcome

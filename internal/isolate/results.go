@@ -2,12 +2,9 @@ package isolate
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/json"
-	"encoding/xml"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -364,29 +361,14 @@ func passedChecks(output string) int {
 
 // writeReports writes results.json and junit.xml into dir.
 func writeReports(dir string, o Outcome) (results, junit string, err error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", "", err
-	}
 	results, junit = filepath.Join(dir, "results.json"), filepath.Join(dir, "junit.xml")
-	if err := writeFile(results, func(w io.Writer) error { return WriteGradescope(w, o) }); err != nil {
+	if err := labsteps.WriteFile(results, func(w io.Writer) error { return WriteGradescope(w, o) }); err != nil {
 		return "", "", err
 	}
-	if err := writeFile(junit, func(w io.Writer) error { return WriteJUnit(w, o) }); err != nil {
+	if err := labsteps.WriteFile(junit, func(w io.Writer) error { return WriteJUnit(w, o) }); err != nil {
 		return results, "", err
 	}
 	return results, junit, nil
-}
-
-func writeFile(path string, fn func(io.Writer) error) error {
-	var b bytes.Buffer
-	if err := fn(&b); err != nil {
-		return err
-	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, b.Bytes(), 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
 }
 
 // summary is the top-level output line of the reports.
@@ -419,48 +401,17 @@ func WriteGradescope(w io.Writer, o Outcome) error {
 	return enc.Encode(g)
 }
 
-// WriteJUnit writes the outcome as JUnit XML: one testcase per step.
+// WriteJUnit writes the outcome as JUnit XML: one testcase per step, the
+// summary as the suite's system-out.
 func WriteJUnit(w io.Writer, o Outcome) error {
-	type failure struct {
-		Message string `xml:"message,attr"`
-		Type    string `xml:"type,attr"`
-		Text    string `xml:",chardata"`
-	}
-	type testcase struct {
-		Name      string   `xml:"name,attr"`
-		Classname string   `xml:"classname,attr"`
-		Time      string   `xml:"time,attr"`
-		Failure   *failure `xml:"failure,omitempty"`
-		SystemOut string   `xml:"system-out,omitempty"`
-	}
-	type suite struct {
-		XMLName   xml.Name   `xml:"testsuite"`
-		Name      string     `xml:"name,attr"`
-		Tests     int        `xml:"tests,attr"`
-		Failures  int        `xml:"failures,attr"`
-		Time      string     `xml:"time,attr"`
-		Cases     []testcase `xml:"testcase"`
-		SystemOut string     `xml:"system-out,omitempty"`
-	}
-	secs := func(d time.Duration) string { return strconv.FormatFloat(d.Seconds(), 'f', 3, 64) }
-	s := suite{Name: "snacklab-lab", Tests: len(o.Steps), Time: secs(o.Took), SystemOut: o.summary()}
+	s := labsteps.JUnitSuite{Name: "snacklab-lab", Time: labsteps.JUnitSeconds(o.Took.Seconds()), SystemOut: o.summary()}
 	for _, st := range o.Steps {
-		tc := testcase{Name: fmt.Sprintf("step%d_%s", st.Num, strings.ReplaceAll(st.Slug, "-", "_")),
-			Classname: "snacklab.lab", Time: secs(st.Took), SystemOut: st.Output}
+		tc := labsteps.JUnitCase{Name: labsteps.JUnitCaseName(st.Num, st.Slug), Classname: "snacklab.lab",
+			Time: labsteps.JUnitSeconds(st.Took.Seconds()), SystemOut: st.Output}
 		if !st.Pass {
-			s.Failures++
-			tc.Failure = &failure{Message: st.Reason, Type: "failure", Text: st.Output}
+			tc.Failure = &labsteps.JUnitFailure{Message: st.Reason, Type: "failure", Text: st.Output}
 		}
 		s.Cases = append(s.Cases, tc)
 	}
-	if _, err := io.WriteString(w, xml.Header); err != nil {
-		return err
-	}
-	enc := xml.NewEncoder(w)
-	enc.Indent("", "  ")
-	if err := enc.Encode(s); err != nil {
-		return err
-	}
-	_, err := io.WriteString(w, "\n")
-	return err
+	return labsteps.EncodeJUnit(w, s)
 }

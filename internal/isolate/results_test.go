@@ -204,12 +204,21 @@ func TestJUnitIsWellFormed(t *testing.T) {
 	if err := isolate.WriteJUnit(&b, o); err != nil {
 		t.Fatal(err)
 	}
-	var s struct {
-		Tests    int `xml:"tests,attr"`
-		Failures int `xml:"failures,attr"`
+	// <testsuites> holding one suite, as labsteps and internal/grade write it.
+	var root struct {
+		XMLName xml.Name `xml:"testsuites"`
+		Suites  []struct {
+			Tests     int    `xml:"tests,attr"`
+			Failures  int    `xml:"failures,attr"`
+			SystemOut string `xml:"system-out"`
+		} `xml:"testsuite"`
 	}
-	if err := xml.Unmarshal(b.Bytes(), &s); err != nil || s.Tests != 2 || s.Failures != 1 {
-		t.Errorf("junit.xml: expected 2 tests, 1 failure, well-formed; observed %+v, %v", s, err)
+	err = xml.Unmarshal(b.Bytes(), &root)
+	if err != nil || len(root.Suites) != 1 {
+		t.Fatalf("junit.xml: expected well-formed <testsuites> with one suite, observed %d suites, %v\n%s", len(root.Suites), err, b.String())
+	}
+	if s := root.Suites[0]; s.Tests != 2 || s.Failures != 1 || !strings.HasPrefix(s.SystemOut, "1 of 2 lab steps passed") {
+		t.Errorf("junit.xml: expected 2 tests, 1 failure, the summary as system-out; observed %+v", s)
 	}
 }
 
