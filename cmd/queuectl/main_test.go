@@ -127,7 +127,7 @@ func TestBadInputExitsWithItsCodeAndWritesNothing(t *testing.T) {
 		{"non-ASCII id", []string{"enqueue", "--db", db, "--id", "é", "--qty", "1"}, 3, `id "é"`},
 		{"bad outcome", []string{"finish", "--db", db, "--id", "o-1", "--token", "1", "--outcome", "yes"}, 3, `outcome "yes"`},
 		{"bad owner", []string{"claim", "--db", db, "--owner", "A B"}, 3, `owner "A B"`},
-		{"zero lease", []string{"claim", "--db", db, "--owner", "A", "--lease-ms", "0"}, 3, "lease ms 0"},
+		{"zero lease", []string{"claim", "--db", db, "--owner", "A", "--lease-ms", "0"}, 3, "--lease-ms 0"},
 		{"negative clock", []string{"claim", "--db", db, "--owner", "A", "--now-ms", "-5"}, 3, "--now-ms -5"},
 		{"clock at -1", []string{"claim", "--db", db, "--owner", "A", "--now-ms", "-1"}, 3, "--now-ms -1"},
 		{"free-text note", []string{"redrive", "--db", db, "--id", "o-1", "--note", "it broke"}, 3, `note "it broke"`},
