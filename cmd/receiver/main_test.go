@@ -303,7 +303,7 @@ func TestProcessRefuses(t *testing.T) {
 		{"missing db", nil, 2, "missing required flag --db"},
 		{"extra argument", []string{"--db", fresh, "serve"}, 2, `unexpected argument "serve"`},
 		{"malformed number", []string{"--db", fresh, "--fail-next", "two"}, 2, "-fail-next"},
-		{"negative fail-next", []string{"--db", fresh, "--fail-next", "-1"}, 3, "fail_next must be"},
+		{"negative fail-next", []string{"--db", fresh, "--fail-next", "-1"}, 3, "--fail-next -1"},
 		{"bad loose-ack", []string{"--db", fresh, "--loose-ack", "yes"}, 3, "loose_ack must be"},
 		{"bad reject-id", []string{"--db", fresh, "--reject-id", "a b"}, 3, "not a valid order id"},
 		{"zero busy timeout", []string{"--db", fresh, "--busy-timeout-ms", "0"}, 3, "--busy-timeout-ms"},
