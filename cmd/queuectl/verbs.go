@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"strings"
 
 	"snacklab/internal/cliflag"
 	"snacklab/internal/exitcode"
@@ -183,7 +184,7 @@ func init() {
 						fmt.Fprintf(w, "%s: ok (integrity and invariants)\n", e.dbPath)
 					}
 					for _, p := range problems {
-						fmt.Fprintln(w, p)
+						fmt.Fprintln(w, strings.ReplaceAll(p.String(), "\n", "; "))
 					}
 					if total > len(problems) {
 						fmt.Fprintf(w, "… and more (at least %d problems in all)\n", total)
