@@ -1,7 +1,6 @@
 package main_test
 
 import (
-
 	"bytes"
 	"encoding/json"
 	"errors"

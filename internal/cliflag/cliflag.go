@@ -153,3 +153,30 @@ func allDigits(s string) bool {
 	}
 	return true
 }
+
+// decimalInt is an int flag stored in a caller's variable, plain decimal
+// only; its range, if any, is the caller's to check.
+type decimalInt struct{ p *int }
+
+func (d decimalInt) Set(s string) error {
+	v, err := ParseInt(s)
+	if err != nil || v != int64(int(v)) {
+		return errMalformed
+	}
+	*d.p = int(v)
+	return nil
+}
+
+func (d decimalInt) String() string {
+	if d.p == nil {
+		return "0"
+	}
+	return strconv.Itoa(*d.p)
+}
+
+// IntVar is flag.IntVar, plain decimal only: for programs (the lab) whose
+// flags have no contract code for a range and check their bounds themselves.
+func IntVar(fs *flag.FlagSet, p *int, name string, def int, usage string) {
+	*p = def
+	fs.Var(decimalInt{p}, name, usage)
+}
