@@ -57,7 +57,7 @@ type Int struct {
 // the help and the contract say the same thing.
 func NewInt(fs *flag.FlagSet, name string, def, lo, hi int64, usage string) *Int {
 	i := &Int{name: name, v: def, Lo: lo, Hi: hi}
-	fs.Var(i, name, fmt.Sprintf("%s; %d to %d", usage, lo, hi))
+	fs.Var(i, name, fmt.Sprintf("%s; `N` from %d to %d", usage, lo, hi))
 	return i
 }
 
