@@ -9,9 +9,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"syscall"
+	"time"
+
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
 )
 
 //go:embed migrate_1_2.sql
@@ -159,4 +165,25 @@ func (q *Queue) migrate(ctx context.Context) error {
 		return fmt.Errorf("migrate schema 1 to 2: %w", classify(err))
 	}
 	return classify(tx.Commit())
+}
+
+// isHotJournal reports SQLITE_READONLY_ROLLBACK: a read-only connection
+// found a crashed writer's journal that it may not roll back.
+func isHotJournal(err error) bool {
+	var se *sqlite.Error
+	return errors.As(err, &se) && se.Code() == sqlite3.SQLITE_READONLY_ROLLBACK
+}
+
+// rollBackHotJournal opens the file writable, without changing any setting,
+// and reads it, which makes SQLite roll the hot journal back: the file is
+// restored to its last commit, exactly as the next writer would restore it.
+func rollBackHotJournal(abs string, busy time.Duration) error {
+	db, err := sql.Open("sqlite", "file:"+(&url.URL{Path: abs}).EscapedPath()+"?mode=rw&_busy_timeout="+
+		strconv.FormatInt(busy.Milliseconds(), 10))
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	var n int
+	return classify(db.QueryRow("SELECT count(*) FROM sqlite_schema").Scan(&n))
 }

@@ -5,7 +5,9 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -201,5 +203,71 @@ func TestOpenPathsThatAreNotFiles(t *testing.T) {
 				t.Fatalf("Open = %v, want %v", err, tc.want)
 			}
 		})
+	}
+}
+
+// crashEnv makes TestMain act as a writer that dies mid-commit.
+const crashEnv = "SNACKLAB_QUEUE_TEST_CRASH_WRITER"
+
+func TestMain(m *testing.M) {
+	if path := os.Getenv(crashEnv); path != "" {
+		crashMidCommit(path)
+		return
+	}
+	os.Exit(m.Run())
+}
+
+// crashMidCommit inserts enough rows to spill pages into the file under a
+// rollback journal, then exits without committing: a hot journal is left.
+func crashMidCommit(path string) {
+	db, err := sql.Open("sqlite", "file:"+path+"?mode=rw")
+	if err != nil {
+		panic(err)
+	}
+	db.SetMaxOpenConns(1)
+	for _, s := range []string{"PRAGMA cache_size = 1", "BEGIN IMMEDIATE"} {
+		if _, err := db.Exec(s); err != nil {
+			panic(err)
+		}
+	}
+	for i := range 3000 {
+		if _, err := db.Exec(`INSERT INTO jobs (id, qty, max_attempts, available_at, deadline_at, deadline_window_ms, created_at, updated_at)
+			VALUES (?, 1, 1, 1, 2, 1, 1, 1)`, fmt.Sprintf("z-%05d", i)); err != nil {
+			panic(err)
+		}
+	}
+	os.Exit(0)
+}
+
+func TestReadOnlyAfterACrashedWriterSeesTheLastCommit(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "q.db")
+	q, err := queue.Open(path, queue.Options{Create: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := q.Enqueue(ctx, queue.NewJob{ID: "kept", Qty: 1, MaxAttempts: 1, DeadlineWindowMs: 10}, 1); err != nil {
+		t.Fatal(err)
+	}
+	q.Close()
+	crash := exec.Command(os.Args[0])
+	crash.Env = append(os.Environ(), crashEnv+"="+path)
+	if out, err := crash.CombinedOutput(); err != nil {
+		t.Fatalf("crashing writer: %v\n%s", err, out)
+	}
+	if fi, err := os.Stat(path + "-journal"); err != nil || fi.Size() == 0 {
+		t.Fatalf("no hot journal after the crash (stat %v); the test needs one", err)
+	}
+	ro, err := queue.Open(path, queue.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatalf("read-only open after a crashed writer: %v", err)
+	}
+	defer ro.Close()
+	st, err := ro.Stats(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := st.Counts[queue.Pending]; got != 1 {
+		t.Fatalf("pending after the crash = %d, want 1: only the committed job", got)
 	}
 }

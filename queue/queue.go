@@ -293,15 +293,32 @@ func Open(path string, opts Options) (*Queue, error) {
 	dsn := "file:" + (&url.URL{Path: abs}).EscapedPath() + params +
 		"&_busy_timeout=" + strconv.FormatInt(opts.BusyTimeout.Milliseconds(), 10) +
 		"&_synchronous=FULL&_foreign_keys=1"
-	db, err := sql.Open("sqlite", dsn)
+	q, err := open(path, dsn, opts)
+	if opts.ReadOnly && isHotJournal(err) {
+		// A writer crashed mid-commit and left a hot journal, which a
+		// read-only connection may not roll back. Any reader must: let a
+		// writable connection restore the last commit, then read read-only.
+		if rerr := rollBackHotJournal(abs, opts.BusyTimeout); rerr != nil {
+			return nil, fmt.Errorf("open %s: roll back a crashed writer's journal: %w", path, rerr)
+		}
+		q, err = open(path, dsn, opts)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	return q, nil
+}
+
+func open(path, dsn string, opts Options) (*Queue, error) {
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, err
 	}
 	db.SetMaxOpenConns(1)
 	q := &Queue{db: db, path: path}
 	if err := q.check(opts); err != nil {
 		db.Close()
-		return nil, fmt.Errorf("open %s: %w", path, err)
+		return nil, err
 	}
 	return q, nil
 }
