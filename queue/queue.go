@@ -19,7 +19,6 @@ import (
 	"hash/fnv"
 	"math"
 	"net/url"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -29,8 +28,15 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 )
 
-// SchemaVersion is the PRAGMA user_version this package reads and writes.
-const SchemaVersion = 1
+// SchemaVersion is the PRAGMA user_version this package writes. Version 1
+// files (the same tables, unmarked) are read as they are and marked on the
+// first write (migrate_1_2.sql).
+const SchemaVersion = 2
+
+// ApplicationID ("snkq") is the PRAGMA application_id that marks a snacklab
+// queue file, so another application's SQLite file is refused rather than
+// read as an empty queue. The receiver's file is "snkr".
+const ApplicationID = 0x736e6b71
 
 //go:embed schema.sql
 var schemaSQL string
@@ -239,6 +245,10 @@ type Options struct {
 	// sets it: every other program refuses a missing file rather than
 	// silently starting an empty queue somewhere unexpected.
 	Create bool
+	// ReadOnly opens the file mode=ro: nothing is ever written, not even a
+	// journal-mode switch or a version mark, so a report cannot change what
+	// it reports on. A version 1 file is read as it is.
+	ReadOnly bool
 	// BusyTimeout is how long a statement waits for another process's lock
 	// before failing with ErrBusy. Zero means 5s.
 	BusyTimeout time.Duration
@@ -251,58 +261,79 @@ type Queue struct {
 	path string
 }
 
-// Open opens the queue file at path, checks the connection settings and the
-// schema version, and refuses a file that is not a queue without writing to it.
+// Open opens the queue file at path, checks the file's header, the
+// connection settings, the mark, the schema version and the tables, and
+// refuses a file that is not a queue without writing to it. A writable open
+// of a version 1 queue marks it as version 2 (migrate_1_2.sql).
 func Open(path string, opts Options) (*Queue, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
-	if _, err := os.Stat(abs); errors.Is(err, os.ErrNotExist) {
-		if !opts.Create {
-			return nil, fmt.Errorf("open %s: %w (create it with `queuectl init`)", path, ErrMissing)
-		}
-	} else if err != nil {
+	if err := inspect(abs, opts.Create && !opts.ReadOnly); err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
 	if opts.BusyTimeout <= 0 {
 		opts.BusyTimeout = 5 * time.Second
 	}
-	mode := "rw"
-	if opts.Create {
-		mode = "rwc"
-	}
 	// Connection settings in one place. journal_mode=DELETE is a rollback
 	// journal: each commit is one journal write, one db write and their
 	// fsyncs (synchronous=FULL), which suits short queue writes. _txlock makes
 	// every transaction BEGIN IMMEDIATE, taking the write lock up front so
-	// that a read-then-write can never be overtaken by another process.
-	dsn := "file:" + (&url.URL{Path: abs}).EscapedPath() + "?mode=" + mode +
-		"&_busy_timeout=" + strconv.FormatInt(opts.BusyTimeout.Milliseconds(), 10) +
-		"&_journal_mode=DELETE&_synchronous=FULL&_foreign_keys=1&_txlock=immediate"
-	db, err := sql.Open("sqlite", dsn)
-	if err != nil {
-		return nil, fmt.Errorf("open %s: %w", path, err)
+	// that a read-then-write can never be overtaken by another process. A
+	// read-only open sets no journal mode (it would be a write) and only
+	// reads it back.
+	params := "?mode=rw&_journal_mode=DELETE&_txlock=immediate"
+	switch {
+	case opts.ReadOnly:
+		params = "?mode=ro&_txlock=deferred"
+	case opts.Create:
+		params = "?mode=rwc&_journal_mode=DELETE&_txlock=immediate"
 	}
-	db.SetMaxOpenConns(1)
-	q := &Queue{db: db, path: path}
-	if err := q.check(opts.Create); err != nil {
-		db.Close()
+	dsn := "file:" + (&url.URL{Path: abs}).EscapedPath() + params +
+		"&_busy_timeout=" + strconv.FormatInt(opts.BusyTimeout.Milliseconds(), 10) +
+		"&_synchronous=FULL&_foreign_keys=1"
+	q, err := open(path, dsn, opts)
+	if opts.ReadOnly && isHotJournal(err) {
+		// A writer crashed mid-commit and left a hot journal, which a
+		// read-only connection may not roll back. Any reader must: let a
+		// writable connection restore the last commit, then read read-only.
+		if rerr := rollBackHotJournal(abs, opts.BusyTimeout); rerr != nil {
+			return nil, fmt.Errorf("open %s: roll back a crashed writer's journal: %w", path, rerr)
+		}
+		q, err = open(path, dsn, opts)
+	}
+	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
 	return q, nil
 }
 
-// check reads back the pragmas and the schema version, creating the schema
-// in a fresh file when allowed.
-func (q *Queue) check(create bool) error {
+func open(path, dsn string, opts Options) (*Queue, error) {
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, err
+	}
+	db.SetMaxOpenConns(1)
+	q := &Queue{db: db, path: path}
+	if err := q.check(opts); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return q, nil
+}
+
+// check reads back the pragmas, the mark and the schema version and checks
+// the tables, creating the schema in a fresh file or marking a version 1
+// file when allowed.
+func (q *Queue) check(opts Options) error {
 	ctx := context.Background()
 	var mode string
 	if err := q.db.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil {
 		return classify(err)
 	}
 	if mode != "delete" {
-		return fmt.Errorf("%w: journal_mode is %q, want delete", ErrNotQueue, mode)
+		return fmt.Errorf("%w: journal_mode is %q, want delete (a rollback journal); nothing was changed", ErrNotQueue, mode)
 	}
 	var syncMode int
 	if err := q.db.QueryRowContext(ctx, "PRAGMA synchronous").Scan(&syncMode); err != nil {
@@ -311,30 +342,42 @@ func (q *Queue) check(create bool) error {
 	if syncMode != 2 {
 		return fmt.Errorf("synchronous is %d, want 2 (FULL)", syncMode)
 	}
-	var version, tables int
-	if err := q.db.QueryRowContext(ctx, "PRAGMA user_version").Scan(&version); err != nil {
-		return classify(err)
-	}
-	if err := q.db.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_schema").Scan(&tables); err != nil {
-		return classify(err)
+	m, err := readMark(ctx, q.db)
+	if err != nil {
+		return err
 	}
 	switch {
-	case version == SchemaVersion:
-		return nil
-	case version == 0 && tables == 0 && create:
+	case m.version == SchemaVersion && m.appID == ApplicationID:
+		return checkTables(ctx, q.db)
+	case m.version == 1 && m.appID == 0:
+		if err := checkTables(ctx, q.db); err != nil {
+			return err
+		}
+		if opts.ReadOnly {
+			return nil
+		}
+		return q.migrate(ctx)
+	case m.version == 0 && m.appID == 0 && m.objects == 0 && opts.Create && !opts.ReadOnly:
 		tx, err := q.db.BeginTx(ctx, nil)
 		if err != nil {
 			return classify(err)
 		}
 		defer tx.Rollback()
+		if m, err := readMark(ctx, tx); err != nil {
+			return err
+		} else if m.objects > 0 {
+			return checkTables(ctx, tx) // another init won the race
+		}
 		if _, err := tx.ExecContext(ctx, schemaSQL); err != nil {
 			return fmt.Errorf("create schema: %w", classify(err))
 		}
 		return classify(tx.Commit())
-	case version == 0 && tables == 0:
+	case m.version == 0 && m.appID == 0 && m.objects == 0:
 		return fmt.Errorf("%w: empty database without the queue schema (run `queuectl init`)", ErrNotQueue)
+	case m.appID != 0 && m.appID != ApplicationID:
+		return fmt.Errorf("%w: another application's SQLite file (application_id %#x, want %#x)", ErrNotQueue, m.appID, ApplicationID)
 	default:
-		return fmt.Errorf("%w: schema version %d, want %d", ErrNotQueue, version, SchemaVersion)
+		return fmt.Errorf("%w: schema version %d with application_id %#x, want version 1 or %d of a snacklab queue", ErrNotQueue, m.version, m.appID, SchemaVersion)
 	}
 }
 

@@ -1,4 +1,6 @@
--- snacklab queue schema, version 1 (PRAGMA user_version = 1).
+-- snacklab queue schema, version 2 (PRAGMA user_version = 2), marked as a
+-- snacklab queue by PRAGMA application_id 0x736e6b71 ("snkq"). Version 1 had
+-- the same tables without the mark; migrate_1_2.sql adds it.
 -- The CHECK constraints restate the rules of CONTRACT.md so that no program,
 -- not even a wrong one, can store a job the contract says cannot exist.
 
@@ -56,4 +58,5 @@ CREATE TABLE investigations (
 ) STRICT;
 CREATE INDEX investigations_job ON investigations (job_id, seq);
 
-PRAGMA user_version = 1;
+PRAGMA application_id = 1936616305;
+PRAGMA user_version = 2;

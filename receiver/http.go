@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log"
 	"net/http"
+	"time"
 )
 
 // MaxBody bounds a request body; an order is under 200 bytes, so anything
@@ -23,6 +25,46 @@ const (
 	ResultInvalid   = "invalid"
 	ResultHeld      = "held"
 )
+
+// Timeouts bound what one client can hold of the server. Each is a bound a
+// well-behaved sender never meets: an order is under 200 bytes and its
+// answer is written as soon as it is on disk.
+type Timeouts struct {
+	ReadHeader time.Duration // from accept (or the end of the last request) to the end of the headers
+	Read       time.Duration // from the start of a request to the last byte of its body
+	Write      time.Duration // from the end of the work (the commit) to the last byte of the answer
+	Idle       time.Duration // a keep-alive connection with no request
+	MaxHeader  int           // bytes of request line and headers
+}
+
+// DefaultTimeouts are the receiver's bounds (CONTRACT.md §5).
+var DefaultTimeouts = Timeouts{
+	ReadHeader: 10 * time.Second,
+	Read:       30 * time.Second,
+	Write:      30 * time.Second,
+	Idle:       60 * time.Second,
+	MaxHeader:  16 << 10,
+}
+
+// Server is an http.Server for r's Handler with the bounds of t. The write
+// bound is set per request when the answer is ready (a wait for the
+// database lock does not count against it), and a held response (the
+// hold_next fault) clears both deadlines: it is held until the client goes
+// away or the server stops, which ReleaseHeld, registered here, ensures.
+func (r *Receiver) Server(errorLog *log.Logger, t Timeouts) *http.Server {
+	r.writeTimeout = t.Write
+	srv := &http.Server{
+		Handler:           r.Handler(),
+		ReadHeaderTimeout: t.ReadHeader,
+		ReadTimeout:       t.Read,
+		WriteTimeout:      t.Read + t.Write, // backstop; postOrder sets its own
+		IdleTimeout:       t.Idle,
+		MaxHeaderBytes:    t.MaxHeader,
+		ErrorLog:          errorLog,
+	}
+	srv.RegisterOnShutdown(r.ReleaseHeld)
+	return srv
+}
 
 // Handler routes CONTRACT §5's requests; anything else gets net/http's 404
 // or 405.
@@ -79,8 +121,15 @@ func (r *Receiver) postOrder(w http.ResponseWriter, req *http.Request) {
 		o, decodeErr = DecodeOrder(body)
 	}
 
+	rc := http.NewResponseController(w)
 	answer := func(result string, status int, v any) {
 		r.logRequest(o, result, status, atMS)
+		if r.writeTimeout > 0 {
+			// The bound starts now: a long wait for the lock is not the
+			// client's doing. Errors mean the connection cannot take a
+			// deadline, and the server's backstop still holds.
+			_ = rc.SetWriteDeadline(time.Now().Add(r.writeTimeout))
+		}
 		writeJSON(w, status, v)
 	}
 	// countOrFail counts a request that changes nothing else; false means
@@ -132,6 +181,11 @@ func (r *Receiver) postOrder(w http.ResponseWriter, req *http.Request) {
 		if r.takeHold() {
 			// Status 0: like the sender's log, no HTTP answer was sent.
 			r.logRequest(o, ResultHeld, 0, atMS)
+			// Held until the client goes away: neither the read bound
+			// (which would end the background read that notices the
+			// client leaving) nor the write bound may cut it.
+			_ = rc.SetReadDeadline(time.Time{})
+			_ = rc.SetWriteDeadline(time.Time{})
 			select {
 			case <-req.Context().Done():
 				return

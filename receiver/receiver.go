@@ -76,6 +76,8 @@ type Receiver struct {
 	mu     sync.Mutex // guards faults
 	faults Faults
 
+	writeTimeout time.Duration // per answer, set by Server; 0: none
+
 	quit     chan struct{} // closed by ReleaseHeld
 	quitOnce sync.Once
 }

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"snacklab/internal/cliflag"
 	"snacklab/internal/grade"
 	"snacklab/internal/isolate"
 )
@@ -57,9 +58,9 @@ func newGradeFlags(o *gradeOptions) *flag.FlagSet {
 	fs.SetOutput(io.Discard)
 	fs.StringVar(&o.out, "out", "grades", "output `dir`")
 	fs.StringVar(&o.points, "points", "", "points per step: `1=10,2=10,…` (steps not listed are not run) or a file of such pairs (default: all 8 steps, 12.5 each)")
-	fs.IntVar(&o.runs, "n", 1, "run each submission this many times; a step that passes in some runs and fails in others is flaky and scores 0")
-	fs.IntVar(&o.jobs, "jobs", runtime.NumCPU(), "submissions graded at once")
-	fs.IntVar(&o.parallel, "parallel", 0, "steps of one submission run at once (default: all)")
+	cliflag.IntVar(fs, &o.runs, "n", 1, "run each submission this many times; a step that passes in some runs and fails in others is flaky and scores 0")
+	cliflag.IntVar(fs, &o.jobs, "jobs", runtime.NumCPU(), "submissions graded at once")
+	cliflag.IntVar(fs, &o.parallel, "parallel", 0, "steps of one submission run at once (default: all)")
 	fs.DurationVar(&o.timeout, "timeout", 60*time.Second, "time limit of one step")
 	fs.DurationVar(&o.buildTimeout, "build-timeout", 5*time.Minute, "time limit of one submission's go build")
 	fs.StringVar(&o.gocache, "gocache", "", "GOCACHE for the builds (default: go's own)")

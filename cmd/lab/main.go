@@ -18,6 +18,7 @@ import (
 	"syscall"
 	"time"
 
+	"snacklab/internal/cliflag"
 	"snacklab/labsteps"
 )
 
@@ -106,8 +107,8 @@ func newFlags(o *options) *flag.FlagSet {
 	fs.BoolVar(&o.verbose, "v", false, "print each step's story: every command, line and check")
 	fs.BoolVar(&o.timing, "timing", false, "after the run, measure the floor: the cost of the process starts and commits it needed")
 	fs.DurationVar(&o.timeout, "timeout", 60*time.Second, "time limit of one step")
-	fs.IntVar(&o.parallel, "parallel", 0, "steps run at once (default: all selected)")
-	fs.IntVar(&o.repeat, "repeat", 1, "run the selection this many times; reports describe the last run")
+	cliflag.IntVar(fs, &o.parallel, "parallel", 0, "steps run at once (default: all selected)")
+	cliflag.IntVar(fs, &o.repeat, "repeat", 1, "run the selection this many times; reports describe the last run")
 	return fs
 }
 

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"snacklab/internal/cliflag"
 	"snacklab/internal/starter"
 	"snacklab/labsteps/mutants"
 )
@@ -173,9 +174,9 @@ func runSelftest(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	fs.StringVar(&module, "module", "", "the reference module `dir` (default: the module holding the current directory)")
 	fs.StringVar(&cfg.Work, "work", "", "parent `dir` of the copies and work dirs (default: the system temp dir)")
 	fs.BoolVar(&cfg.Keep, "keep", false, "keep the copies, executables and every step's work dir")
-	fs.IntVar(&cfg.Builds, "jobs", runtime.NumCPU(), "builds at once")
-	fs.IntVar(&cfg.Labs, "parallel", 2, "lab runs (8 steps each) at once")
-	fs.IntVar(&cfg.Repeat, "repeat", 1, "run the lab this many times per target; a target is as expected only if every run is")
+	cliflag.IntVar(fs, &cfg.Builds, "jobs", runtime.NumCPU(), "builds at once")
+	cliflag.IntVar(fs, &cfg.Labs, "parallel", 2, "lab runs (8 steps each) at once")
+	cliflag.IntVar(fs, &cfg.Repeat, "repeat", 1, "run the lab this many times per target; a target is as expected only if every run is")
 	fs.DurationVar(&cfg.StepTimeout, "timeout", 60*time.Second, "time limit of one step")
 	fs.BoolVar(&asJSON, "json", false, "print the report as one JSON object instead of the table")
 	fs.BoolVar(&verbose, "v", false, "print progress to stderr as targets are built and graded")

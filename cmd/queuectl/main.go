@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"snacklab/internal/cliflag"
 	"snacklab/internal/exitcode"
 	"snacklab/queue"
 )
@@ -90,11 +91,52 @@ func usage() string {
 	return b.String()
 }
 
+// readOnly lists the verbs that never write: they open the file mode=ro,
+// so a report cannot change what it reports on (not even a journal-mode
+// switch or a version mark), and a file in the wrong journal mode is refused.
+var readOnly = map[string]bool{"stats": true, "show": true, "dead": true, "alerts": true, "serve": true, "check": true}
+
+// Ranges of the shared flags (CONTRACT.md §3).
+const (
+	maxBusyTimeoutMs = 86_400_000 // one day
+)
+
+// flags declares the shared flags and the verb's own on a new FlagSet.
+func flags(name string, v verb) (fs *flag.FlagSet, dbPath *string, nowMs, busy *cliflag.Int, asJSON *bool, action func(context.Context, *env) error) {
+	fs = flag.NewFlagSet("queuectl "+name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard) // errors are reported once, on one line, by report
+	dbPath = fs.String("db", "", "queue database file (required)")
+	nowMs = cliflag.NewInt(fs, "now-ms", 0, 0, cliflag.MaxExact, "injected clock, ms since the epoch (default: the real clock)")
+	busy = cliflag.NewInt(fs, "busy-timeout-ms", 5000, 0, maxBusyTimeoutMs, "how long to wait for another process's lock, ms (0: 5000)")
+	asJSON = fs.Bool("json", false, "print one JSON object")
+	action = v.setup(fs)
+	return
+}
+
+// help prints one verb's usage and flags.
+func help(w io.Writer, name string, v verb) {
+	fs, _, _, _, _, _ := flags(name, v)
+	fmt.Fprintf(w, "usage: queuectl %s --db FILE [flags]\n%s\nflags:\n", name, v.summary)
+	fs.SetOutput(w)
+	fs.PrintDefaults()
+}
+
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		if len(args) == 2 && args[0] == "help" {
+			v, ok := verbs[args[1]]
+			if !ok {
+				return exitcode.Usagef("help: unknown verb %q. Try: queuectl help", args[1])
+			}
+			help(stdout, args[1], v)
+			return nil
+		}
 		fmt.Fprint(stdout, usage())
 		if len(args) == 0 {
 			return exitcode.Usagef("no verb given")
+		}
+		if len(args) > 2 {
+			return exitcode.Usagef("help takes one verb. Try: queuectl help VERB")
 		}
 		return nil
 	}
@@ -103,18 +145,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if !ok {
 		return exitcode.Usagef("unknown verb %q. Try: queuectl help", name)
 	}
-	fs := flag.NewFlagSet("queuectl "+name, flag.ContinueOnError)
-	fs.SetOutput(io.Discard) // errors are reported once, on one line, by report
-	dbPath := fs.String("db", "", "queue database file (required)")
-	nowMs := fs.Int64("now-ms", 0, "injected clock, ms since the epoch (default: the real clock)")
-	busy := fs.Int64("busy-timeout-ms", 5000, "how long to wait for another process's lock")
-	asJSON := fs.Bool("json", false, "print one JSON object")
-	action := v.setup(fs)
+	fs, dbPath, nowMs, busy, asJSON, action := flags(name, v)
 	if err := fs.Parse(args[1:]); err != nil {
 		if err == flag.ErrHelp {
-			fmt.Fprintf(stdout, "usage: queuectl %s [flags]: %s\n", name, v.summary)
-			fs.SetOutput(stdout)
-			fs.PrintDefaults()
+			help(stdout, name, v)
 			return nil
 		}
 		return exitcode.Usagef("%s: %v. Try: queuectl %s -h", name, err, name)
@@ -135,21 +169,21 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return exitcode.Usagef("%s: --%s is required. Try: queuectl %s -h", name, r, name)
 		}
 	}
-	e := &env{now: *nowMs, json: *asJSON, stdout: stdout, stderr: stderr, dbPath: *dbPath}
-	switch {
-	case !isSet(fs, "now-ms"):
-		e.now = time.Now().UnixMilli()
-	case e.now < 0:
-		return fmt.Errorf("%w: --now-ms %d: want ms since the epoch, >= 0", queue.ErrInvalid, *nowMs)
+	// Every value's range is checked before the file is opened: a refused
+	// command line must not touch the queue.
+	if err := cliflag.Check(fs); err != nil {
+		return fmt.Errorf("%s: %w", name, err)
 	}
-	if *busy < 0 {
-		return fmt.Errorf("%w: --busy-timeout-ms %d: want >= 0", queue.ErrInvalid, *busy)
+	e := &env{now: nowMs.Get(), json: *asJSON, stdout: stdout, stderr: stderr, dbPath: *dbPath}
+	if !nowMs.Given() {
+		e.now = time.Now().UnixMilli()
 	}
 	if v.needsDB {
 		if *dbPath == "" {
 			return exitcode.Usagef("%s: --db is required. Try: queuectl %s --db queue.db -h", name, name)
 		}
-		q, err := queue.Open(*dbPath, queue.Options{Create: name == "init", BusyTimeout: time.Duration(*busy) * time.Millisecond})
+		q, err := queue.Open(*dbPath, queue.Options{Create: name == "init", ReadOnly: readOnly[name],
+			BusyTimeout: time.Duration(busy.Get()) * time.Millisecond})
 		if err != nil {
 			return fmt.Errorf("%s: %w", name, err)
 		}

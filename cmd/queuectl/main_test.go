@@ -1,43 +1,20 @@
 package main_test
 
 import (
-	"context"
-	"database/sql"
-	"io"
-
 	"bytes"
 	"encoding/json"
 	"errors"
-	"fmt"
 	_ "modernc.org/sqlite"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"snacklab/internal/testbin"
 )
 
-var queuectl string // the binary under test, built once
-
-func TestMain(m *testing.M) {
-	if path := os.Getenv("SNACKLAB_HOLD_LOCK"); path != "" {
-		holdLock(path)
-		return
-	}
-	dir, err := os.MkdirTemp("", "queuectl-test")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	queuectl = filepath.Join(dir, "queuectl")
-	if out, err := exec.Command("go", "build", "-o", queuectl, ".").CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "build queuectl: %v\n%s", err, out)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testbin.Main(m, "queuectl") }
 
 type result struct {
 	code           int
@@ -46,7 +23,7 @@ type result struct {
 
 func qc(t *testing.T, args ...string) result {
 	t.Helper()
-	cmd := exec.Command(queuectl, args...)
+	cmd := exec.Command(testbin.Path("queuectl"), args...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
@@ -127,7 +104,7 @@ func TestBadInputExitsWithItsCodeAndWritesNothing(t *testing.T) {
 		{"non-ASCII id", []string{"enqueue", "--db", db, "--id", "é", "--qty", "1"}, 3, `id "é"`},
 		{"bad outcome", []string{"finish", "--db", db, "--id", "o-1", "--token", "1", "--outcome", "yes"}, 3, `outcome "yes"`},
 		{"bad owner", []string{"claim", "--db", db, "--owner", "A B"}, 3, `owner "A B"`},
-		{"zero lease", []string{"claim", "--db", db, "--owner", "A", "--lease-ms", "0"}, 3, "lease ms 0"},
+		{"zero lease", []string{"claim", "--db", db, "--owner", "A", "--lease-ms", "0"}, 3, "--lease-ms 0"},
 		{"negative clock", []string{"claim", "--db", db, "--owner", "A", "--now-ms", "-5"}, 3, "--now-ms -5"},
 		{"clock at -1", []string{"claim", "--db", db, "--owner", "A", "--now-ms", "-1"}, 3, "--now-ms -1"},
 		{"free-text note", []string{"redrive", "--db", db, "--id", "o-1", "--note", "it broke"}, 3, `note "it broke"`},
@@ -168,44 +145,9 @@ func TestBadInputExitsWithItsCodeAndWritesNothing(t *testing.T) {
 func TestLockedDatabaseIsBusy(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "q.db")
 	mustQC(t, "init", "--db", db)
-	// Hold the write lock from another process for as long as the test runs:
-	// sqlite3 is not on every machine, so a second queuectl is not enough;
-	// use a child that holds BEGIN IMMEDIATE until its stdin closes.
-	holder := exec.Command(os.Args[0])
-	holder.Env = append(os.Environ(), "SNACKLAB_HOLD_LOCK="+db)
-	stdin, _ := holder.StdinPipe()
-	stdout, _ := holder.StdoutPipe()
-	if err := holder.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { stdin.Close(); holder.Wait() }()
-	buf := make([]byte, 64)
-	n, _ := stdout.Read(buf) // blocks until the holder says it holds the lock
-	if !strings.Contains(string(buf[:n]), "locked") {
-		t.Fatalf("holder said %q", buf[:n])
-	}
+	testbin.HoldLock(t, db)
 	r := qc(t, "enqueue", "--db", db, "--id", "o-1", "--qty", "1", "--busy-timeout-ms", "50")
 	if r.code != 6 || !strings.Contains(r.stderr, "database busy") {
 		t.Fatalf("enqueue on a locked file = exit %d %q, want 6 and 'database busy'", r.code, r.stderr)
 	}
-}
-
-// holdLock is the lock holder TestLockedDatabaseIsBusy starts as a separate
-// process (this test binary, re-run): it holds an immediate transaction on
-// the file until its stdin closes.
-func holdLock(path string) {
-	db, err := sql.Open("sqlite", path)
-	if err != nil {
-		panic(err)
-	}
-	conn, err := db.Conn(context.Background())
-	if err != nil {
-		panic(err)
-	}
-	if _, err := conn.ExecContext(context.Background(), "BEGIN IMMEDIATE"); err != nil {
-		panic(err)
-	}
-	fmt.Println("locked")
-	io.ReadAll(os.Stdin)
-	conn.ExecContext(context.Background(), "ROLLBACK")
 }

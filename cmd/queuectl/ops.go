@@ -7,11 +7,13 @@ import (
 	"io"
 	"net"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
 	"golang.org/x/term"
 
+	"snacklab/internal/cliflag"
 	"snacklab/internal/exitcode"
 	"snacklab/internal/ops"
 	"snacklab/queue"
@@ -60,14 +62,15 @@ func init() {
 
 	verbs["alerts"] = verb{summary: "exit 22 with one line per threshold crossed (ids and reasons only); silent when all is well", needsDB: true,
 		setup: func(fs *flag.FlagSet) func(context.Context, *env) error {
-			maxDead := fs.Int64("max-dead", 0, "alert when more than this many jobs are dead")
+			maxDead := cliflag.NewInt(fs, "max-dead", 0, 0, cliflag.MaxExact, "alert when more than this many jobs are dead")
 			maxAge := fs.Duration("max-oldest-age", 0, "alert when a dead job has been dead longer than this Go duration (90s, 2h), measured against --now-ms")
 			var ratios stringsFlag
 			fs.Var(&ratios, "max-ratio", "REASON=R: alert when dead with REASON / all dead exceeds R (0..1); repeatable")
 			return func(ctx context.Context, e *env) error {
 				th := ops.Thresholds{MaxRatio: map[queue.Reason]float64{}}
 				if isSet(fs, "max-dead") {
-					th.MaxDead = maxDead
+					v := maxDead.Get()
+					th.MaxDead = &v
 				}
 				if isSet(fs, "max-oldest-age") {
 					th.MaxOldestAge = maxAge
@@ -105,8 +108,8 @@ func init() {
 			id := fs.String("id", "", "order id: redrive this one job")
 			note := fs.String("note", "", "ticket id of the diagnosis or fix (required)")
 			reason := fs.String("reason", "", "bulk: redrive the dead jobs with this reason, oldest first, one transaction and audit row each")
-			rateFlag := fs.String("rate", "", "bulk, required: at most this many jobs per second, minute or hour (5/s, 30/m, 600/h)")
-			limit := fs.Int("limit", 0, "bulk: at most this many jobs, oldest first (0: all)")
+			rateFlag := fs.String("rate", "", "bulk, required: at most this many jobs per second, minute or hour (5/s, 30/m, 600/h); from 1/h to "+strconv.Itoa(ops.MaxRate)+"/s")
+			limit := cliflag.NewInt(fs, "limit", 0, 0, 1_000_000, "bulk: at most this many jobs, oldest first (0: all)")
 			dryRun := fs.Bool("dry-run", false, "bulk: list what would be redriven, change nothing")
 			return func(ctx context.Context, e *env) error {
 				bulkOnly := []string{"rate", "limit", "dry-run"}
@@ -138,11 +141,14 @@ func init() {
 				if err := queue.CheckNote(*note); err != nil {
 					return err
 				}
+				if err := cliflag.CheckRate(*rateFlag); err != nil {
+					return err
+				}
 				perSecond, err := ops.ParseRate(*rateFlag)
 				if err != nil {
 					return err
 				}
-				b := ops.BulkRedrive{Reason: r, Note: *note, Limit: *limit, DryRun: *dryRun,
+				b := ops.BulkRedrive{Reason: r, Note: *note, Limit: int(limit.Get()), DryRun: *dryRun,
 					Pace: ops.NewPacer(perSecond, nil), NowMs: clockOf(fs, e)}
 				if f, ok := e.stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
 					b.Progress = ops.Bar(e.stderr, 30)

@@ -9,30 +9,18 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
 
 	"snacklab/internal/ops/opstest"
+	"snacklab/internal/testbin"
 	"snacklab/queue"
 )
 
-// opsBuild compiles queuectl into a temporary directory, so the tests see what
-// an operator sees: real exit codes, real stdout and stderr.
-func opsBuild(t *testing.T) string {
-	t.Helper()
-	goTool, err := exec.LookPath("go")
-	if err != nil {
-		goTool = filepath.Join(runtime.GOROOT(), "bin", "go")
-	}
-	bin := filepath.Join(t.TempDir(), "queuectl")
-	if out, err := exec.Command(goTool, "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
-}
+// opsBuild is the queuectl binary built once by TestMain, so the tests see
+// what an operator sees: real exit codes, real stdout and stderr.
+func opsBuild(t *testing.T) string { return testbin.Path("queuectl") }
 
 type opsResult struct {
 	stdout, stderr string

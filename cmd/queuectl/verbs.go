@@ -6,7 +6,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
+	"strings"
 
+	"snacklab/internal/cliflag"
 	"snacklab/internal/exitcode"
 	"snacklab/queue"
 )
@@ -29,11 +32,11 @@ func init() {
 	verbs["enqueue"] = verb{summary: "durably accept an order", needsDB: true, required: []string{"id", "qty"},
 		setup: func(fs *flag.FlagSet) func(context.Context, *env) error {
 			id := fs.String("id", "", "order id (required)")
-			qty := fs.Int64("qty", 0, "quantity (required)")
-			maxAttempts := fs.Int64("max-attempts", 5, "attempts before the job is quarantined as exhausted")
-			deadline := fs.Int64("deadline-ms", 86_400_000, "deadline window: the job is quarantined once its next try would be this long after enqueue (or redrive)")
+			qty := cliflag.NewInt(fs, "qty", 0, 1, queue.MaxQty, "quantity (required)")
+			maxAttempts := cliflag.NewInt(fs, "max-attempts", 5, 1, queue.MaxMaxAttempts, "attempts before the job is quarantined as exhausted")
+			deadline := cliflag.NewInt(fs, "deadline-ms", 86_400_000, 1, queue.MaxDeadlineWindow, "deadline window, ms: the job is quarantined once its next try would be this long after enqueue (or redrive)")
 			return func(ctx context.Context, e *env) error {
-				job, dup, err := e.q.Enqueue(ctx, queue.NewJob{ID: *id, Qty: *qty, MaxAttempts: *maxAttempts, DeadlineWindowMs: *deadline}, e.now)
+				job, dup, err := e.q.Enqueue(ctx, queue.NewJob{ID: *id, Qty: qty.Get(), MaxAttempts: maxAttempts.Get(), DeadlineWindowMs: deadline.Get()}, e.now)
 				if err != nil {
 					return err
 				}
@@ -50,9 +53,9 @@ func init() {
 	verbs["claim"] = verb{summary: "lease one due job (exit 13 when none)", needsDB: true, required: []string{"owner"},
 		setup: func(fs *flag.FlagSet) func(context.Context, *env) error {
 			owner := fs.String("owner", "", "who holds the lease (required)")
-			lease := fs.Int64("lease-ms", 30_000, "lease length")
+			lease := cliflag.NewInt(fs, "lease-ms", 30_000, 1, queue.MaxLease, "lease length, ms")
 			return func(ctx context.Context, e *env) error {
-				job, ok, err := e.q.Claim(ctx, *owner, e.now, *lease)
+				job, ok, err := e.q.Claim(ctx, *owner, e.now, lease.Get())
 				if err != nil {
 					return err
 				}
@@ -72,14 +75,15 @@ func init() {
 	verbs["finish"] = verb{summary: "record a delivery outcome under a token (exit 12 when stale)", needsDB: true, required: []string{"id", "token", "outcome"},
 		setup: func(fs *flag.FlagSet) func(context.Context, *env) error {
 			id := fs.String("id", "", "order id (required)")
-			token := fs.Int64("token", 0, "fencing token of the grant (required)")
+			tokenFlag := cliflag.NewInt(fs, "token", 0, 0, math.MaxInt64, "fencing token of the grant (required)")
 			outcome := fs.String("outcome", "", "ok, retry or permanent (required)")
 			return func(ctx context.Context, e *env) error {
 				o, err := queue.ParseOutcome(*outcome)
 				if err != nil {
 					return err
 				}
-				job, applied, err := e.q.Finish(ctx, *id, *token, o, e.now)
+				token := tokenFlag.Get()
+				job, applied, err := e.q.Finish(ctx, *id, token, o, e.now)
 				if err != nil {
 					return err
 				}
@@ -91,13 +95,13 @@ func init() {
 					if applied {
 						fmt.Fprintf(w, "%s is now %s%s\n", job.ID, job.State, reasonSuffix(job))
 					} else {
-						fmt.Fprintf(w, "not applied: token %d does not hold %s\n", *token, *id)
+						fmt.Fprintf(w, "not applied: token %d does not hold %s\n", token, *id)
 					}
 				}); err != nil {
 					return err
 				}
 				if !applied {
-					return exitcode.With(exitcode.NotApplied, fmt.Errorf("not applied: token %d does not hold %s", *token, *id))
+					return exitcode.With(exitcode.NotApplied, fmt.Errorf("not applied: token %d does not hold %s", token, *id))
 				}
 				return nil
 			}
@@ -124,6 +128,9 @@ func init() {
 		setup: func(fs *flag.FlagSet) func(context.Context, *env) error {
 			id := fs.String("id", "", "order id (required)")
 			return func(ctx context.Context, e *env) error {
+				if err := queue.CheckID("id", *id); err != nil {
+					return err // an id that cannot exist is invalid (3), not "not found" (8)
+				}
 				h, err := e.q.Show(ctx, *id)
 				if err != nil {
 					return err
@@ -148,18 +155,47 @@ func init() {
 	verbs["backoff"] = verb{summary: "the retry delay after a failed attempt (no --db)", required: []string{"id", "attempt"},
 		setup: func(fs *flag.FlagSet) func(context.Context, *env) error {
 			id := fs.String("id", "", "order id (required)")
-			attempt := fs.Int("attempt", 0, "the attempt that failed, from 1 (required)")
+			attemptFlag := cliflag.NewInt(fs, "attempt", 0, 1, queue.MaxMaxAttempts, "the attempt that failed, from 1 (required)")
 			return func(ctx context.Context, e *env) error {
 				if err := queue.CheckID("id", *id); err != nil {
 					return err
 				}
-				if *attempt < 1 || *attempt > queue.MaxMaxAttempts {
-					return fmt.Errorf("%w: attempt %d: want 1 to %d", queue.ErrInvalid, *attempt, queue.MaxMaxAttempts)
-				}
-				d := queue.Backoff(*id, *attempt)
-				return e.out(map[string]any{"id": *id, "attempt": *attempt, "delay_ms": d}, func(w io.Writer) {
+				attempt := int(attemptFlag.Get())
+				d := queue.Backoff(*id, attempt)
+				return e.out(map[string]any{"id": *id, "attempt": attempt, "delay_ms": d}, func(w io.Writer) {
 					fmt.Fprintf(w, "%d\n", d)
 				})
+			}
+		}}
+
+	verbs["check"] = verb{summary: "SQLite's integrity check and the contract's invariants (exit 5 listing the first problems); reads only", needsDB: true,
+		setup: func(fs *flag.FlagSet) func(context.Context, *env) error {
+			max := cliflag.NewInt(fs, "max", 20, 1, 10_000, "list at most this many problems")
+			return func(ctx context.Context, e *env) error {
+				problems, total, err := e.q.Check(ctx, int(max.Get()))
+				if err != nil {
+					return err
+				}
+				if problems == nil {
+					problems = []queue.Problem{}
+				}
+				if err := e.out(map[string]any{"ok": total == 0, "total": total, "problems": problems}, func(w io.Writer) {
+					if total == 0 {
+						fmt.Fprintf(w, "%s: ok (integrity and invariants)\n", e.dbPath)
+					}
+					for _, p := range problems {
+						fmt.Fprintln(w, strings.ReplaceAll(p.String(), "\n", "; "))
+					}
+					if total > len(problems) {
+						fmt.Fprintf(w, "… and more (at least %d problems in all)\n", total)
+					}
+				}); err != nil {
+					return err
+				}
+				if total > 0 {
+					return exitcode.With(exitcode.NotQueue, fmt.Errorf("%d problem(s), first: %s", total, problems[0]))
+				}
+				return nil
 			}
 		}}
 

@@ -11,13 +11,14 @@ import (
 	"io"
 	"log"
 	"net"
-	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
 
+	"snacklab/internal/cliflag"
 	"snacklab/receiver"
 )
 
@@ -49,8 +50,10 @@ func exitCode(err error) int {
 		return 0
 	case errors.As(err, &ue):
 		return 2
-	case errors.Is(err, receiver.ErrInvalid):
+	case errors.Is(err, receiver.ErrInvalid), errors.Is(err, cliflag.ErrRange):
 		return 3
+	case errors.Is(err, errMissingDir):
+		return 4
 	case errors.Is(err, receiver.ErrNotDatabase):
 		return 5
 	case errors.Is(err, receiver.ErrBusy):
@@ -71,23 +74,32 @@ type idList []string
 func (l *idList) String() string     { return strings.Join(*l, ",") }
 func (l *idList) Set(s string) error { *l = append(*l, s); return nil }
 
+// errMissingDir is exit 4: the receiver creates its file, not its directory.
+var errMissingDir = errors.New("database directory missing")
+
+// Ranges of the numeric flags (CONTRACT.md §5).
+const (
+	maxFaultCount    = 1_000_000
+	maxBusyTimeoutMs = 86_400_000
+)
+
 // run is main without the process: testable, and every error comes back for
 // main to print and map once.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("receiver", flag.ContinueOnError)
 	fs.SetOutput(io.Discard) // one-line errors only; -h prints usage itself
-	db := fs.String("db", "", "receiver database `file` (created if missing; required)")
-	addr := fs.String("addr", "127.0.0.1:0", "listen `address`")
-	failNext := fs.Int("fail-next", 0, "answer the next `N` orders 503")
+	db := fs.String("db", "", "receiver database `file` (created if missing, not its directory; required)")
+	addr := fs.String("addr", "127.0.0.1:0", "listen `address`, HOST:PORT with PORT 0 to 65535 (0: any free port)")
+	failNext := cliflag.NewInt(fs, "fail-next", 0, 0, maxFaultCount, "answer the next N orders 503")
 	var rejectIDs idList
 	fs.Var(&rejectIDs, "reject-id", "answer this order `id` 422 (repeatable)")
 	looseAck := fs.String("loose-ack", "", "replace ack true by `1|ok`")
-	holdNext := fs.Int("hold-next", 0, "commit the next `N` new orders, then never answer them")
-	busyMS := fs.Int64("busy-timeout-ms", 5000, "SQLite busy timeout in `ms`")
+	holdNext := cliflag.NewInt(fs, "hold-next", 0, 0, maxFaultCount, "commit the next N new orders, then hold their answers until the client goes away")
+	busyMS := cliflag.NewInt(fs, "busy-timeout-ms", 5000, 1, maxBusyTimeoutMs, "SQLite busy timeout, ms")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fs.SetOutput(stdout)
-			fmt.Fprintln(stdout, "usage: receiver --db FILE [--addr 127.0.0.1:0] [--fail-next N] [--reject-id ID]... [--loose-ack 1|ok] [--hold-next N] [--busy-timeout-ms 5000]")
+			fmt.Fprintln(stdout, "usage: receiver --db FILE [--addr 127.0.0.1:0] [--fail-next N] [--reject-id ID]... [--loose-ack 1|ok] [--hold-next N] [--busy-timeout-ms 5000]\nflags:")
 			fs.PrintDefaults()
 			return nil
 		}
@@ -99,34 +111,39 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if *db == "" {
 		return usageError{errors.New("missing required flag --db")}
 	}
-	if *busyMS < 1 || *busyMS > 86400000 {
-		return fmt.Errorf("%w: --busy-timeout-ms must be from 1 to 86400000", receiver.ErrInvalid)
-	}
-
-	rcv, err := receiver.Open(*db, receiver.Options{
-		BusyTimeout: time.Duration(*busyMS) * time.Millisecond,
-		Log:         stdout,
-		Faults: receiver.Faults{
-			FailNext:  *failNext,
-			RejectIDs: rejectIDs,
-			LooseAck:  *looseAck,
-			HoldNext:  *holdNext,
-		},
-	})
-	if err != nil {
+	// Every flag is checked before any file is touched or port taken: a
+	// refused start creates nothing.
+	if err := cliflag.Check(fs); err != nil {
 		return err
 	}
+	if err := checkAddr(*addr); err != nil {
+		return err
+	}
+	if err := checkDBPath(*db); err != nil {
+		return err
+	}
+	opts := receiver.Options{
+		BusyTimeout: time.Duration(busyMS.Get()) * time.Millisecond,
+		Log:         stdout,
+		Faults: receiver.Faults{
+			FailNext:  int(failNext.Get()),
+			RejectIDs: rejectIDs,
+			LooseAck:  *looseAck,
+			HoldNext:  int(holdNext.Get()),
+		},
+	}
+	// Listen before opening: a port that is taken must not leave a new
+	// database file behind. Open checks the faults before it creates the file.
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
-		rcv.Close()
 		return fmt.Errorf("listen: %w", err)
 	}
-	srv := &http.Server{
-		Handler:           rcv.Handler(),
-		ReadHeaderTimeout: 10 * time.Second,
-		ErrorLog:          log.New(stderr, "receiver: ", 0),
+	rcv, err := receiver.Open(*db, opts)
+	if err != nil {
+		ln.Close()
+		return err
 	}
-	srv.RegisterOnShutdown(rcv.ReleaseHeld)
+	srv := rcv.Server(log.New(stderr, "receiver: ", 0), receiver.DefaultTimeouts)
 	if _, err := fmt.Fprintf(stdout, "listening on %s\n", ln.Addr()); err != nil {
 		ln.Close()
 		rcv.Close()
@@ -153,6 +170,40 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	if shutErr != nil {
 		return fmt.Errorf("shutdown: %w", shutErr)
+	}
+	return nil
+}
+
+// checkAddr refuses an address net.Listen could not mean, so that a typo is
+// a usage answer rather than a failed start: HOST:PORT, PORT plain decimal
+// from 0 to 65535.
+func checkAddr(addr string) error {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("%w: --addr %q: want HOST:PORT, e.g. 127.0.0.1:0", receiver.ErrInvalid, addr)
+	}
+	if p, err := cliflag.ParseInt(port); err != nil || p < 0 || p > 65535 {
+		return fmt.Errorf("%w: --addr %q: port %q: want 0 to 65535 in plain decimal", receiver.ErrInvalid, addr, port)
+	}
+	if strings.ContainsAny(host, " \t/") {
+		return fmt.Errorf("%w: --addr %q: host %q is not a host name or IP address", receiver.ErrInvalid, addr, host)
+	}
+	return nil
+}
+
+// checkDBPath gives a directory, or a file in a missing directory, its
+// contract code and a sentence, instead of SQLite's "unable to open".
+func checkDBPath(path string) error {
+	fi, err := os.Stat(path)
+	switch {
+	case err == nil && fi.IsDir():
+		return fmt.Errorf("%w: --db %s is a directory, not a database file", receiver.ErrNotDatabase, path)
+	case err == nil:
+		return nil
+	}
+	dir := filepath.Dir(path)
+	if di, derr := os.Stat(dir); derr != nil || !di.IsDir() {
+		return fmt.Errorf("%w: --db %s: directory %s does not exist (the receiver creates its file, not its directory)", errMissingDir, path, dir)
 	}
 	return nil
 }

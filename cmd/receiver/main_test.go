@@ -20,27 +20,15 @@ import (
 	"time"
 
 	_ "modernc.org/sqlite"
+
+	"snacklab/internal/testbin"
 )
 
 // bin is the receiver binary, built once for every test in TestMain.
-var bin string
+func bin() string { return testbin.Path("receiver") }
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "receiver-bin-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	bin = filepath.Join(dir, "receiver")
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "go build: %v\n%s", err, out)
-		os.RemoveAll(dir)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	testbin.Main(m, "receiver")
 }
 
 // deadline bounds every wait on the child; nothing here sleeps.
@@ -59,7 +47,7 @@ type proc struct {
 // startProc starts the binary and waits for its "listening on" line.
 func startProc(t *testing.T, args ...string) *proc {
 	t.Helper()
-	p := &proc{cmd: exec.Command(bin, args...), lines: make(chan string, 256)}
+	p := &proc{cmd: exec.Command(bin(), args...), lines: make(chan string, 256)}
 	p.cmd.Stderr = &p.stderr
 	stdout, err := p.cmd.StdoutPipe()
 	if err != nil {
@@ -303,7 +291,7 @@ func TestProcessRefuses(t *testing.T) {
 		{"missing db", nil, 2, "missing required flag --db"},
 		{"extra argument", []string{"--db", fresh, "serve"}, 2, `unexpected argument "serve"`},
 		{"malformed number", []string{"--db", fresh, "--fail-next", "two"}, 2, "-fail-next"},
-		{"negative fail-next", []string{"--db", fresh, "--fail-next", "-1"}, 3, "fail_next must be"},
+		{"negative fail-next", []string{"--db", fresh, "--fail-next", "-1"}, 3, "--fail-next -1"},
 		{"bad loose-ack", []string{"--db", fresh, "--loose-ack", "yes"}, 3, "loose_ack must be"},
 		{"bad reject-id", []string{"--db", fresh, "--reject-id", "a b"}, 3, "not a valid order id"},
 		{"zero busy timeout", []string{"--db", fresh, "--busy-timeout-ms", "0"}, 3, "--busy-timeout-ms"},
@@ -316,7 +304,7 @@ func TestProcessRefuses(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), deadline)
 			defer cancel()
-			cmd := exec.CommandContext(ctx, bin, tt.args...)
+			cmd := exec.CommandContext(ctx, bin(), tt.args...)
 			var stdout, stderr bytes.Buffer
 			cmd.Stdout, cmd.Stderr = &stdout, &stderr
 			cmd.Run()

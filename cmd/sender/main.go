@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"snacklab/internal/cliflag"
 	"snacklab/internal/exitcode"
 	"snacklab/queue"
 	"snacklab/sender"
@@ -41,6 +42,30 @@ func report(err error, stderr io.Writer) int {
 	return code
 }
 
+// senderFlags are the flags of run-once and run.
+type senderFlags struct {
+	dbPath, rawURL, owner                        *string
+	leaseMs, nowMs, timeoutMs, busyMs, exitAfter *cliflag.Int
+	asJSON                                       *bool
+}
+
+// flags declares the flags of a subcommand, with their ranges (CONTRACT.md §4).
+func flags(name string) (*flag.FlagSet, senderFlags) {
+	fs := flag.NewFlagSet("sender "+name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard) // errors are reported once, on one line, by report
+	var f senderFlags
+	f.dbPath = fs.String("db", "", "queue database file (required)")
+	f.rawURL = fs.String("url", "", "receiver base URL, e.g. http://127.0.0.1:8080 (required)")
+	f.owner = fs.String("owner", "", "name this sender claims jobs under (required)")
+	f.leaseMs = cliflag.NewInt(fs, "lease-ms", 30000, 1, queue.MaxLease, "how long a claim is ours, ms")
+	f.nowMs = cliflag.NewInt(fs, "now-ms", 0, 0, cliflag.MaxExact, "hold the clock at this ms since the epoch (default: the real clock)")
+	f.timeoutMs = cliflag.NewInt(fs, "timeout-ms", 5000, 1, queue.MaxLease, "bound on one POST, ms")
+	f.busyMs = cliflag.NewInt(fs, "busy-timeout-ms", 5000, 0, queue.MaxLease, "how long to wait for another process's lock, ms (0: 5000)")
+	f.exitAfter = cliflag.NewInt(fs, "exit-after-receipt", 0, 1, 125, "exit with this code right after the response is read, before classifying or finishing")
+	f.asJSON = fs.Bool("json", false, "print events as JSON lines")
+	return fs, f
+}
+
 // errNothingClaimable is run-once's exit 13.
 var errNothingClaimable = exitcode.With(exitcode.Empty, errors.New("nothing claimable"))
 
@@ -54,23 +79,18 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, exit func
 	switch name {
 	case "-h", "--help", "help":
 		fmt.Fprintf(stdout, "usage: %s\n", synopsis)
+		fs, _ := flags("run-once")
+		fmt.Fprintln(stdout, "flags (run-once and run):")
+		fs.SetOutput(stdout)
+		fs.PrintDefaults()
 		return nil
 	case "run-once", "run":
 	default:
 		return exitcode.Usagef("unknown subcommand %q. Try: %s", name, synopsis)
 	}
 
-	fs := flag.NewFlagSet("sender "+name, flag.ContinueOnError)
-	fs.SetOutput(io.Discard) // errors are reported once, on one line, by report
-	dbPath := fs.String("db", "", "queue database file (required)")
-	rawURL := fs.String("url", "", "receiver base URL, e.g. http://127.0.0.1:8080 (required)")
-	owner := fs.String("owner", "", "name this sender claims jobs under (required)")
-	leaseMs := fs.Int64("lease-ms", 30000, "how long a claim is ours")
-	nowMs := fs.Int64("now-ms", 0, "hold the clock at this ms since the epoch (default: the real clock)")
-	timeoutMs := fs.Int64("timeout-ms", 5000, "bound on one POST")
-	busyMs := fs.Int64("busy-timeout-ms", 5000, "how long to wait for another process's lock")
-	exitAfter := fs.Int("exit-after-receipt", 0, "exit with this code (1-125) right after the response is read")
-	asJSON := fs.Bool("json", false, "print events as JSON lines")
+	fs, f := flags(name)
+	dbPath, rawURL, owner, asJSON := f.dbPath, f.rawURL, f.owner, f.asJSON
 	if err := fs.Parse(args[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprintf(stdout, "usage: %s\n", synopsis)
@@ -105,23 +125,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, exit func
 	if err := queue.CheckID("owner", *owner); err != nil {
 		return fmt.Errorf("%s: %w", name, err)
 	}
-	if *leaseMs < 1 || *leaseMs > queue.MaxLease {
-		return invalid("--lease-ms %d: want 1 to %d", *leaseMs, queue.MaxLease)
+	if err := cliflag.Check(fs); err != nil {
+		return fmt.Errorf("%s: %w", name, err)
 	}
-	if set["now-ms"] && *nowMs < 0 {
-		return invalid("--now-ms %d: want ms since the epoch, >= 0", *nowMs)
-	}
-	if *timeoutMs < 1 || *timeoutMs > queue.MaxLease {
-		return invalid("--timeout-ms %d: want 1 to %d", *timeoutMs, queue.MaxLease)
-	}
-	if *busyMs < 0 || *busyMs > queue.MaxLease {
-		return invalid("--busy-timeout-ms %d: want 0 to %d", *busyMs, queue.MaxLease)
-	}
-	if set["exit-after-receipt"] && (*exitAfter < 1 || *exitAfter > 125) {
-		return invalid("--exit-after-receipt %d: want 1 to 125", *exitAfter)
-	}
+	leaseMs, timeoutMs, busyMs := f.leaseMs.Get(), f.timeoutMs.Get(), f.busyMs.Get()
 
-	q, err := queue.Open(*dbPath, queue.Options{BusyTimeout: time.Duration(*busyMs) * time.Millisecond})
+	q, err := queue.Open(*dbPath, queue.Options{BusyTimeout: time.Duration(busyMs) * time.Millisecond})
 	if err != nil {
 		return fmt.Errorf("%s: %w", name, err)
 	}
@@ -130,17 +139,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, exit func
 		Queue:   q,
 		URL:     *rawURL,
 		Owner:   *owner,
-		LeaseMs: *leaseMs,
-		Timeout: time.Duration(*timeoutMs) * time.Millisecond,
+		LeaseMs: leaseMs,
+		Timeout: time.Duration(timeoutMs) * time.Millisecond,
 		Events:  stdout,
 		Human:   !*asJSON,
 	}
 	if set["now-ms"] {
-		held := *nowMs
+		held := f.nowMs.Get()
 		s.Now = func() int64 { return held }
 	}
 	if set["exit-after-receipt"] {
-		code := *exitAfter
+		code := int(f.exitAfter.Get())
 		s.ExitAfterReceipt = func() { exit(code) }
 	}
 

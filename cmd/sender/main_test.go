@@ -22,6 +22,8 @@ import (
 
 	_ "modernc.org/sqlite"
 
+	"snacklab/internal/testbin"
+
 	"snacklab/queue"
 )
 
@@ -30,26 +32,11 @@ const (
 	lease = int64(30_000)
 )
 
-// bin is the sender binary, built once for the whole test run.
-var bin string
+// bin is the sender binary, built once for every test in TestMain.
+func bin() string { return testbin.Path("sender") }
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "sender-bin-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	bin = filepath.Join(dir, "sender")
-	build := exec.Command("go", "build", "-o", bin, "snacklab/cmd/sender")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "build sender:", err)
-		os.RemoveAll(dir)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	testbin.Main(m, "sender")
 }
 
 // newQueue creates a queue file holding the given jobs, each qty 7, and
@@ -105,7 +92,7 @@ func runSender(t *testing.T, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd := exec.CommandContext(ctx, bin(), args...)
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	err := cmd.Run()
@@ -437,7 +424,7 @@ func TestTwoProcessesRaceToClaim(t *testing.T) {
 		}
 		var procs [2]*proc
 		for i, owner := range []string{"A", "B"} {
-			p := &proc{cmd: exec.Command(bin, senderArgs("run-once", db, srv.URL, owner, "--busy-timeout-ms", "20000")...)}
+			p := &proc{cmd: exec.Command(bin(), senderArgs("run-once", db, srv.URL, owner, "--busy-timeout-ms", "20000")...)}
 			p.cmd.Stderr = &p.stderr
 			stdout, err := p.cmd.StdoutPipe()
 			if err != nil {
@@ -522,7 +509,7 @@ func TestRunStopsAfterCurrentJobOnSIGTERM(t *testing.T) {
 		}
 	})
 
-	cmd := exec.Command(bin, senderArgs("run", db, srv.URL, "A")...)
+	cmd := exec.Command(bin(), senderArgs("run", db, srv.URL, "A")...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Start(); err != nil {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 
+	"snacklab/internal/cliflag"
 	"snacklab/queue"
 )
 
@@ -67,6 +68,7 @@ func Code(err error) int {
 	}{
 		{ErrUsage, Usage},
 		{queue.ErrInvalid, Invalid},
+		{cliflag.ErrRange, Invalid},
 		{queue.ErrMissing, Missing},
 		{queue.ErrNotQueue, NotQueue},
 		{queue.ErrBusy, Busy},

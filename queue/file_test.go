@@ -1,0 +1,273 @@
+package queue_test
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"snacklab/queue"
+)
+
+// writeV1 makes a version 1 queue file as the previous release did: the
+// same tables, user_version 1, no application_id; with one job in it.
+func writeV1(t *testing.T, path string) {
+	t.Helper()
+	schema, err := os.ReadFile("schema.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	v1 := strings.Replace(string(schema), "PRAGMA application_id = 1936616305;\nPRAGMA user_version = 2;", "PRAGMA user_version = 1;", 1)
+	if v1 == string(schema) {
+		t.Fatal("schema.sql no longer ends with the version 2 pragmas; update this test's version 1 file")
+	}
+	db, err := sql.Open("sqlite", path+"?_journal_mode=DELETE")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec(v1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`INSERT INTO jobs (id, qty, max_attempts, available_at, deadline_at, deadline_window_ms, created_at, updated_at)
+		VALUES ('v1-job', 7, 5, 1000, 2000, 1000, 1000, 1000)`); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func mark(t *testing.T, path string) (appID, version int64) {
+	t.Helper()
+	db, err := sql.Open("sqlite", path+"?mode=ro")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if err := db.QueryRow("PRAGMA application_id").Scan(&appID); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.QueryRow("PRAGMA user_version").Scan(&version); err != nil {
+		t.Fatal(err)
+	}
+	return appID, version
+}
+
+func TestVersion1IsReadAsItIsAndMarkedOnTheFirstWrite(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "v1.db")
+	writeV1(t, path)
+	before, _ := os.ReadFile(path)
+
+	ro, err := queue.Open(path, queue.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatalf("read-only Open of a version 1 file: %v", err)
+	}
+	if j, err := ro.Get(ctx, "v1-job"); err != nil || j.Qty != 7 {
+		t.Fatalf("Get from version 1 = %+v, %v; want the job with qty 7", j, err)
+	}
+	ro.Close()
+	if after, _ := os.ReadFile(path); !bytes.Equal(before, after) {
+		t.Fatal("a read-only open changed the version 1 file")
+	}
+	if id, v := mark(t, path); id != 0 || v != 1 {
+		t.Fatalf("after a read-only open: application_id %#x version %d, want 0 and 1", id, v)
+	}
+
+	q, err := queue.Open(path, queue.Options{})
+	if err != nil {
+		t.Fatalf("writable Open of a version 1 file: %v", err)
+	}
+	if id, v := mark(t, path); id != queue.ApplicationID || v != queue.SchemaVersion {
+		t.Fatalf("after a writable open: application_id %#x version %d, want %#x and %d", id, v, queue.ApplicationID, queue.SchemaVersion)
+	}
+	if j, err := q.Get(ctx, "v1-job"); err != nil || j.Qty != 7 {
+		t.Fatalf("Get after the migration = %+v, %v; want the job kept", j, err)
+	}
+	q.Close()
+	if q, err = queue.Open(path, queue.Options{}); err != nil {
+		t.Fatalf("reopening the migrated file: %v", err)
+	}
+	q.Close()
+}
+
+func TestReadOnlyNeverWrites(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "q.db")
+	q, err := queue.Open(path, queue.Options{Create: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := q.Enqueue(ctx, queue.NewJob{ID: "o-1", Qty: 1, MaxAttempts: 1, DeadlineWindowMs: 10}, 1); err != nil {
+		t.Fatal(err)
+	}
+	q.Close()
+	before, _ := os.ReadFile(path)
+	ro, err := queue.Open(path, queue.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	if _, _, err := ro.Enqueue(ctx, queue.NewJob{ID: "o-2", Qty: 1, MaxAttempts: 1, DeadlineWindowMs: 10}, 1); err == nil {
+		t.Error("Enqueue through a read-only open succeeded, want an error")
+	}
+	if _, err := ro.Stats(ctx); err != nil {
+		t.Errorf("Stats through a read-only open: %v", err)
+	}
+	if after, _ := os.ReadFile(path); !bytes.Equal(before, after) {
+		t.Error("a read-only open changed the file")
+	}
+}
+
+func TestCheckFindsBrokenInvariants(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "q.db")
+	q, err := queue.Open(path, queue.Options{Create: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"a", "b", "c", "d", "e"} {
+		if _, _, err := q.Enqueue(ctx, queue.NewJob{ID: id, Qty: 1, MaxAttempts: 3, DeadlineWindowMs: 1000}, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if p, n, err := q.Check(ctx, 10); err != nil || n != 0 {
+		t.Fatalf("Check of a healthy file = %v, %d, %v; want no problems", p, n, err)
+	}
+	q.Close()
+
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.SetMaxOpenConns(1)
+	for _, s := range []string{
+		"PRAGMA ignore_check_constraints = ON", "PRAGMA foreign_keys = OFF",
+		"UPDATE jobs SET owner = 'X' WHERE id = 'a'",
+		"UPDATE jobs SET reason = 'permanent' WHERE id = 'b'",
+		"UPDATE jobs SET state = 'leased', owner = 'X', lease_until = 5, attempts = 2, token = 1 WHERE id = 'c'",
+		"UPDATE jobs SET available_at = deadline_at WHERE id = 'd'",
+		"INSERT INTO redrives (job_id, prev_token, prev_reason, at_ms, note) VALUES ('ghost', 0, 'permanent', 1, 'T-1')",
+	} {
+		if _, err := db.Exec(s); err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+	}
+	db.Close()
+
+	q, err = queue.Open(path, queue.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Close()
+	problems, total, err := q.Check(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, p := range problems {
+		got = append(got, p.Rule+" "+p.JobID)
+	}
+	for _, want := range []string{"lease-iff-leased a", "reason-iff-dead b", "token-covers-attempts c",
+		"pending-before-deadline d", "audit-points-at-job ghost"} {
+		if !strings.Contains(strings.Join(got, "\n"), want) {
+			t.Errorf("Check found %q, want it to include %q", got, want)
+		}
+	}
+	if total != len(problems) {
+		t.Errorf("total %d, listed %d: with no limit every problem is listed", total, len(problems))
+	}
+	if p, n, _ := q.Check(ctx, 2); len(p) != 2 || n < 3 {
+		t.Errorf("Check(max 2) listed %d of %d, want 2 listed of at least 3", len(p), n)
+	}
+}
+
+func TestOpenPathsThatAreNotFiles(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		name   string
+		path   string
+		create bool
+		want   error
+	}{
+		{"a directory", dir, false, queue.ErrNotQueue},
+		{"init on a directory", dir, true, queue.ErrNotQueue},
+		{"init in a missing directory", filepath.Join(dir, "nodir", "q.db"), true, queue.ErrMissing},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := queue.Open(tc.path, queue.Options{Create: tc.create}); !errors.Is(err, tc.want) {
+				t.Fatalf("Open = %v, want %v", err, tc.want)
+			}
+		})
+	}
+}
+
+// crashEnv makes TestMain act as a writer that dies mid-commit.
+const crashEnv = "SNACKLAB_QUEUE_TEST_CRASH_WRITER"
+
+func TestMain(m *testing.M) {
+	if path := os.Getenv(crashEnv); path != "" {
+		crashMidCommit(path)
+		return
+	}
+	os.Exit(m.Run())
+}
+
+// crashMidCommit inserts enough rows to spill pages into the file under a
+// rollback journal, then exits without committing: a hot journal is left.
+func crashMidCommit(path string) {
+	db, err := sql.Open("sqlite", "file:"+path+"?mode=rw")
+	if err != nil {
+		panic(err)
+	}
+	db.SetMaxOpenConns(1)
+	for _, s := range []string{"PRAGMA cache_size = 1", "BEGIN IMMEDIATE"} {
+		if _, err := db.Exec(s); err != nil {
+			panic(err)
+		}
+	}
+	for i := range 3000 {
+		if _, err := db.Exec(`INSERT INTO jobs (id, qty, max_attempts, available_at, deadline_at, deadline_window_ms, created_at, updated_at)
+			VALUES (?, 1, 1, 1, 2, 1, 1, 1)`, fmt.Sprintf("z-%05d", i)); err != nil {
+			panic(err)
+		}
+	}
+	os.Exit(0)
+}
+
+func TestReadOnlyAfterACrashedWriterSeesTheLastCommit(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "q.db")
+	q, err := queue.Open(path, queue.Options{Create: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := q.Enqueue(ctx, queue.NewJob{ID: "kept", Qty: 1, MaxAttempts: 1, DeadlineWindowMs: 10}, 1); err != nil {
+		t.Fatal(err)
+	}
+	q.Close()
+	crash := exec.Command(os.Args[0])
+	crash.Env = append(os.Environ(), crashEnv+"="+path)
+	if out, err := crash.CombinedOutput(); err != nil {
+		t.Fatalf("crashing writer: %v\n%s", err, out)
+	}
+	if fi, err := os.Stat(path + "-journal"); err != nil || fi.Size() == 0 {
+		t.Fatalf("no hot journal after the crash (stat %v); the test needs one", err)
+	}
+	ro, err := queue.Open(path, queue.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatalf("read-only open after a crashed writer: %v", err)
+	}
+	defer ro.Close()
+	st, err := ro.Stats(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := st.Counts[queue.Pending]; got != 1 {
+		t.Fatalf("pending after the crash = %d, want 1: only the committed job", got)
+	}
+}
