@@ -96,7 +96,9 @@ func loop(pid int, opts KillOptions) (Killed, error) {
 	seen := map[int]bool{pid: true}
 	matched, killed := 0, false
 	for {
-		tid, err := wait4(-1, &ws)
+		// Only this process group: the tracees, not other children of
+		// the caller (a receiver it started, another KillAt).
+		tid, err := wait4(-pid, &ws)
 		if err == syscall.ECHILD {
 			return res, nil
 		}
