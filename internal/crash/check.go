@@ -12,17 +12,17 @@ import (
 
 // Invariants, by the name a report gives them.
 const (
-	InvAccepted  = "accepted-exists-once"    // every accepted order exists once, with its qty, and ends done
-	InvStock     = "stock-matches-orders"    // stock = Σ qty of distinct received orders; each order's qty = its job's
-	InvReceived  = "done-was-received"       // every done job's order was received
+	InvAccepted  = "accepted-exists-once"     // every accepted order exists once, with its qty, and ends done
+	InvStock     = "stock-matches-orders"     // stock = Σ qty of distinct received orders; each order's qty = its job's
+	InvReceived  = "done-was-received"        // every done job's order was received
 	InvTokens    = "tokens-unique-increasing" // no (id, token) granted twice, no token decreases
-	InvRedrive   = "redrive-audited-once"    // a redrive that returned 0 has exactly one audit row, a refused one none
-	InvIntegrity = "integrity-check"         // PRAGMA integrity_check is ok on both files
-	InvLeases    = "no-lease-left"           // after the drain no job is leased past its lease
-	InvFields    = "state-fields"            // owner and lease only in leased, reason exactly when dead (CONTRACT §2)
-	InvDurable   = "durable-before-reported" // acceptance and finish reported only after their commit reached the disk
-	InvDrain     = "drain-completes"         // the story's restarts bring every accepted job to done
-	InvRestart   = "restart-works"           // the programs start again on the files a crash left
+	InvRedrive   = "redrive-audited-once"     // a redrive that returned 0 has exactly one audit row, a refused one none
+	InvIntegrity = "integrity-check"          // PRAGMA integrity_check is ok on both files
+	InvLeases    = "no-lease-left"            // after the drain no job is leased past its lease
+	InvFields    = "state-fields"             // owner and lease only in leased, reason exactly when dead (CONTRACT §2)
+	InvDurable   = "durable-before-reported"  // acceptance and finish reported only after their commit reached the disk
+	InvDrain     = "drain-completes"          // the story's restarts bring every accepted job to done
+	InvRestart   = "restart-works"            // the programs start again on the files a crash left
 )
 
 // Violation is one invariant broken after one crash point.
@@ -131,17 +131,20 @@ func (w *world) check(now int64) []vio {
 		}
 	}
 
-	// Tokens: every grant seen, in order.
+	// Tokens: every grant seen, in the order of the injected clock (each
+	// process has its own instant; processes end in another order).
+	grants := append([]grant(nil), w.grants...)
+	sort.SliceStable(grants, func(i, j int) bool { return grants[i].At < grants[j].At })
 	seen := map[grant]bool{}
 	last := map[string]int64{}
-	for _, g := range w.grants {
+	for _, g := range grants {
 		k := grant{ID: g.ID, Token: g.Token}
 		if seen[k] {
 			bad(InvTokens, "job %s token %d was granted twice (again to %s)", g.ID, g.Token, g.By)
 		}
 		seen[k] = true
 		if prev, ok := last[g.ID]; ok && g.Token < prev {
-			bad(InvTokens, "job %s was granted token %d after token %d", g.ID, g.Token, prev)
+			bad(InvTokens, "job %s was granted token %d at %d, after token %d", g.ID, g.Token, g.At, prev)
 		}
 		last[g.ID] = max(last[g.ID], g.Token)
 	}

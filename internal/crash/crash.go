@@ -93,8 +93,11 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		progress = func(string) {}
 	}
 	sel := cfg.Programs
-	if len(sel) == 0 {
+	switch {
+	case len(sel) == 0:
 		sel = Programs
+	case len(sel) == 1 && sel[0] == "none": // the soak alone
+		sel = nil
 	}
 	for _, p := range sel {
 		if !slices.Contains(Programs, p) {
@@ -174,6 +177,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			return nil, err
 		}
 		rep.Soak = soak
+		progress(soak.Line())
 		rep.Procs += soak.Procs
 		for _, v := range soak.Violations {
 			rep.Violations = append(rep.Violations, v)
@@ -250,7 +254,7 @@ func runPoint(ctx context.Context, cfg Config, st story, n int, dir string) (Poi
 			vs = append(vs, vio{InvRestart, err.Error()})
 		}
 	}
-	now, err := w.drain(t0 + 10_000)
+	now, err := w.drain(t0+10_000, false)
 	if err != nil {
 		vs = append(vs, vio{InvDrain, err.Error()})
 	}
@@ -292,38 +296,42 @@ func judgeDurable(w *world, st story, k *systrace.Killed) (msg, call string) {
 	return "", ""
 }
 
-// drain restarts the receiver if needed and runs sender B until every job
-// is done (or dead) and none is pending or leased, advancing the clock past
-// leases and backoffs. It returns the last instant used.
-func (w *world) drain(now int64) (int64, error) {
-	if w.recv == nil || !w.recv.alive() {
-		if _, err := w.startReceiver(); err != nil {
-			return now, fmt.Errorf("restarting the receiver on the file the crash left: %v", err)
+// drain restarts the receiver if needed and runs a sender (mode run: until
+// nothing is claimable) until no job is pending or leased, advancing the
+// clock past leases and backoffs; redriveDead also redrives dead jobs, as
+// the soak's operator does. It returns the last instant used.
+func (w *world) drain(now int64, redriveDead bool) (int64, error) {
+	for i := 0; i < 30; i++ {
+		if w.recv == nil || !w.recv.alive() {
+			if _, err := w.startReceiver(); err != nil {
+				return now, fmt.Errorf("restarting the receiver on the file the crash left: %v", err)
+			}
 		}
-	}
-	for i := 0; i < 20; i++ {
-		r := w.run("sender", "run-once", "--db", w.q, "--url", w.recv.URL, "--owner", fmt.Sprintf("B%d", i), "--json", "--now-ms", ms(now))
-		if r.Code != 0 && r.Code != 13 {
+		r := w.run("sender", "run", "--db", w.q, "--url", w.recv.URL, "--owner", fmt.Sprintf("B%d", i), "--json", "--now-ms", ms(now))
+		if r.Code != 0 {
 			return now, fmt.Errorf("sender B after the crash: %s: %s", r, firstLine(r.Stderr))
 		}
-		if strings.Contains(r.Stdout, `"event":"empty"`) {
-			s := w.queuectl("stats", now)
-			if s.Code != 0 {
-				return now, fmt.Errorf("queuectl stats: %s: %s", s, firstLine(s.Stderr))
+		s := w.queuectl("stats", now)
+		var st struct {
+			Counts map[string]int64 `json:"counts"`
+		}
+		if err := json.Unmarshal([]byte(firstLine(s.Stdout)), &st); s.Code != 0 || err != nil || st.Counts == nil {
+			return now, fmt.Errorf("queuectl stats: %s printed %q, want CONTRACT §3's counts", s, firstLine(s.Stdout))
+		}
+		now += 120_000 // past a lease (30 s) and the longest backoff (60 s)
+		if st.Counts["pending"] > 0 || st.Counts["leased"] > 0 {
+			continue
+		}
+		if !redriveDead || st.Counts["dead"] == 0 {
+			return now, nil
+		}
+		for _, id := range sortedKeys(w.accepted) {
+			if show := w.queuectl("show", now, "--id", id); strings.Contains(show.Stdout, `"state":"dead"`) {
+				w.queuectl("redrive", now, "--id", id, "--note", "drain-"+id)
 			}
-			var st struct {
-				Counts map[string]int64 `json:"counts"`
-			}
-			if err := json.Unmarshal([]byte(firstLine(s.Stdout)), &st); err != nil || st.Counts == nil {
-				return now, fmt.Errorf("queuectl stats printed %q, want CONTRACT §3's counts", firstLine(s.Stdout))
-			}
-			if st.Counts["pending"] == 0 && st.Counts["leased"] == 0 {
-				return now, nil
-			}
-			now += 120_000 // past a lease (30 s) and the longest backoff (60 s)
 		}
 	}
-	return now, errors.New("after 20 sender runs some job is still pending or leased")
+	return now, errors.New("after 30 rounds of senders some job is still pending or leased")
 }
 
 // floor is one process start here and now: the median of 5 starts of

@@ -45,6 +45,7 @@ type grant struct {
 	ID    string
 	Token int64
 	By    string
+	At    int64 // the injected clock of the process that was granted it
 }
 
 func newWorld(ctx context.Context, bin, dir string) (*world, error) {
@@ -145,13 +146,14 @@ func (w *world) note(r result) {
 	if len(r.Argv) > 1 {
 		verb = r.Argv[1]
 	}
+	at, _ := strconv.ParseInt(flagValue(r.Argv, "--now-ms"), 10, 64)
 	for _, l := range r.lines() {
 		switch {
 		case l["event"] == "claimed":
-			w.grants = append(w.grants, grant{str(l["id"]), num(l["token"]), r.Argv[0]})
+			w.grants = append(w.grants, grant{str(l["id"]), num(l["token"]), flagValue(r.Argv, "--owner"), at})
 		case r.Argv[0] == "queuectl" && verb == "claim" && l["claimed"] == true:
 			job, _ := l["job"].(map[string]any)
-			w.grants = append(w.grants, grant{str(job["id"]), num(job["token"]), "queuectl claim"})
+			w.grants = append(w.grants, grant{str(job["id"]), num(job["token"]), "queuectl claim", at})
 		case r.Argv[0] == "queuectl" && verb == "enqueue":
 			if job, ok := l["job"].(map[string]any); ok {
 				w.accepted[str(job["id"])] = num(job["qty"])
