@@ -49,7 +49,6 @@ func (rep *Report) Result() labsteps.Result {
 		}
 		r.Checks = append(r.Checks, c)
 	}
-	// Order the failed check first so reports lead with it.
 	var b strings.Builder
 	rep.WriteText(&b)
 	r.Narrative = b.String()
@@ -74,6 +73,12 @@ func (rep *Report) WriteText(w io.Writer) error {
 	if rep.Soak != nil {
 		fmt.Fprintln(w, rep.Soak.Line())
 	}
+	return rep.WriteTail(w)
+}
+
+// WriteTail prints every violation with its replay command, the timing
+// and the verdict: what WriteText prints after the program lines.
+func (rep *Report) WriteTail(w io.Writer) error {
 	for _, v := range rep.Violations {
 		fmt.Fprintf(w, "VIOLATION %s at crash point %d (%s): %s\n    %s\n    replay: %s\n", v.Program, v.N, v.Call, v.Invariant, v.Detail, v.Replay)
 	}

@@ -234,7 +234,7 @@ func Soak(ctx context.Context, cfg Config, dir string, progress func(string)) (*
 			time.Sleep(time.Millisecond)
 		}
 		if rep.Kills%100 == 0 && rep.Kills > 0 {
-			progress(fmt.Sprintf("crash: soak %d/%d kills", rep.Kills, cfg.Kills))
+			progress(fmt.Sprintf("crash: soak: %d/%d kills", rep.Kills, cfg.Kills))
 		}
 	}
 	if d := time.Since(tk).Seconds(); d > 0 {
