@@ -21,6 +21,7 @@ const (
 	InvLeases    = "no-lease-left"            // after the drain no job is leased past its lease
 	InvFields    = "state-fields"             // owner and lease only in leased, reason exactly when dead (CONTRACT §2)
 	InvDurable   = "durable-before-reported"  // acceptance and finish reported only after their commit reached the disk
+	InvAtomic    = "killed-op-atomic"         // a killed operation leaves the state before or after it, never a third
 	InvDrain     = "drain-completes"          // the story's restarts bring every accepted job to done
 	InvRestart   = "restart-works"            // the programs start again on the files a crash left
 )

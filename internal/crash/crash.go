@@ -249,6 +249,9 @@ func runPoint(ctx context.Context, cfg Config, st story, n int, dir string) (Poi
 		return Point{}, c, w.procs, nil
 	}
 	pt.Call, pt.File = k.Hit.Name, w.role(k.Hit.Path)
+	if err := w.atomic(st); err != nil {
+		vs = append(vs, vio{InvAtomic, err.Error()})
+	}
 	if st.after != nil {
 		if err := st.after(w, res); err != nil {
 			vs = append(vs, vio{InvRestart, err.Error()})

@@ -1,10 +1,12 @@
 package crash
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -38,6 +40,11 @@ type story struct {
 	// does next before the drain (retry an enqueue the client was never
 	// told about, re-run a redrive that did not happen).
 	after func(w *world, r result) error
+	// states lists the job states (or "absent") a kill may leave behind,
+	// checked before anything else runs: the state the program found or
+	// the one it promises, never a third (atomicity). nil: not checked
+	// (run-once's claim, POST and finish are three operations).
+	states []string
 }
 
 var stories = map[string]story{
@@ -49,6 +56,7 @@ var stories = map[string]story{
 		},
 		reportDB: func(w *world) string { return w.q },
 		report:   systrace.ToStdout,
+		states:   []string{"absent", "pending"},
 		after: func(w *world, r result) error {
 			if r.Code == 0 {
 				return nil
@@ -92,6 +100,7 @@ var stories = map[string]story{
 		},
 		reportDB: func(w *world) string { return w.q },
 		report:   systrace.ToStdout,
+		states:   []string{"dead", "pending"},
 		after: func(w *world, r result) error {
 			if r.Code == 0 {
 				return nil
@@ -130,7 +139,31 @@ var stories = map[string]story{
 		},
 		reportDB: func(w *world) string { return w.q },
 		report:   systrace.ToStdout,
+		states:   []string{"leased", "done"},
 	},
+}
+
+// atomic checks that the killed program left the job in one of st.states.
+func (w *world) atomic(st story) error {
+	if st.states == nil {
+		return nil
+	}
+	r := w.queuectl("show", t0+2500, "--id", orderID)
+	state := "absent"
+	if r.Code == 0 {
+		var s shown
+		if err := json.Unmarshal([]byte(firstLine(r.Stdout)), &s); err != nil {
+			return fmt.Errorf("queuectl show after the crash printed %q: %v", firstLine(r.Stdout), err)
+		}
+		state = s.Job.State
+	} else if r.Code != 8 {
+		return fmt.Errorf("queuectl show after the crash: %s: %s", r, firstLine(r.Stderr))
+	}
+	if !slices.Contains(st.states, state) {
+		return fmt.Errorf("after %s was killed, job %s is %s; a crash must leave it %s (the state before or after, never a third: one transaction)",
+			st.title, orderID, state, strings.Join(st.states, " or "))
+	}
+	return nil
 }
 
 func (w *world) must(r result) error {
