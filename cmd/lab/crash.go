@@ -28,11 +28,6 @@ redrives. Needs ptrace (docs/crash.md). Exit 0: no violation; 1: some.
 flags:
 `
 
-// crashFailed is the error of a run with violations; the report said which.
-type crashFailed struct{ n int }
-
-func (c crashFailed) Error() string { return fmt.Sprintf("%d violation(s)", c.n) }
-
 func runCrash(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var cfg crash.Config
 	var results, junit, html, jsonOut, programs string
@@ -154,7 +149,7 @@ func runCrash(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	if !rep.OK {
-		return crashFailed{len(rep.Violations)}
+		return failed{len(rep.Violations), len(rep.Points)} // the report said which
 	}
 	return nil
 }

@@ -79,8 +79,18 @@ func (rep *Report) WriteText(w io.Writer) error {
 // WriteTail prints every violation with its replay command, the timing
 // and the verdict: what WriteText prints after the program lines.
 func (rep *Report) WriteTail(w io.Writer) error {
+	// The first three of each program; the JSON report has them all.
+	shown, more := map[string]int{}, map[string]int{}
 	for _, v := range rep.Violations {
+		if shown[v.Program] == 3 {
+			more[v.Program]++
+			continue
+		}
+		shown[v.Program]++
 		fmt.Fprintf(w, "VIOLATION %s at crash point %d (%s): %s\n    %s\n    replay: %s\n", v.Program, v.N, v.Call, v.Invariant, v.Detail, v.Replay)
+	}
+	for _, p := range sortedKeys(more) {
+		fmt.Fprintf(w, "… and %d more violation(s) of %s (lab crash --json - lists them all)\n", more[p], p)
 	}
 	points := 0
 	for _, p := range rep.Programs {
