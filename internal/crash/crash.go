@@ -107,7 +107,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if cfg.Point > 0 && len(sel) != 1 {
 		return nil, errors.New("a crash point is replayed for one program: name it")
 	}
-	if err := systrace.Available(); err != nil {
+	if err := probe(cfg.Bin); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrNoTracing, err)
 	}
 	work, err := os.MkdirTemp(cfg.Work, "snacklab-crash-*")
@@ -335,6 +335,21 @@ func (w *world) drain(now int64, redriveDead bool) (int64, error) {
 		}
 	}
 	return now, errors.New("after 30 rounds of senders some job is still pending or leased")
+}
+
+// probe runs `queuectl backoff` (no file) under the tracer: ptrace may be
+// forbidden here (a container without CAP_SYS_PTRACE). strace itself is
+// not needed.
+func probe(bin string) error {
+	p, err := systrace.KillAt([]string{filepath.Join(bin, "queuectl"), "backoff", "--id", "o-1", "--attempt", "1"}, systrace.KillOptions{})
+	if err != nil {
+		return err
+	}
+	k, err := p.Wait()
+	if err == nil && k.Code != 0 {
+		err = fmt.Errorf("queuectl backoff under ptrace ended %d %s", k.Code, k.Signal)
+	}
+	return err
 }
 
 // floor is one process start here and now: the median of 5 starts of

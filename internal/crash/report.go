@@ -137,7 +137,7 @@ func callLetter(p Point) string {
 // order, lettered by system call (W write, S sync, U journal removal, N
 // network send), green when every invariant held, red when one broke.
 func (rep *Report) SVG() template.HTML {
-	const cell, gap, left, top = 18, 2, 90, 24
+	const cell, gap, left, top = 15, 1, 70, 24
 	width := left
 	for _, p := range rep.Programs {
 		width = max(width, left+p.Points*(cell+gap)+10)
@@ -161,9 +161,9 @@ func (rep *Report) SVG() template.HTML {
 				fill, tip = "#c62828", p.Violations[0].Invariant+": "+p.Violations[0].Detail
 			}
 			fmt.Fprintf(&b, `<g><title>%s #%d: %s %s → %s</title><rect x="%d" y="%d" width="%d" height="%d" rx="2" fill="%s"/>`+
-				`<text x="%d" y="%d" fill="#fff" text-anchor="middle">%s</text></g>`,
+				`<text x="%d" y="%d" fill="#fff" text-anchor="middle" font-size="10">%s</text></g>`,
 				template.HTMLEscapeString(p.Program), p.N, template.HTMLEscapeString(p.Call), template.HTMLEscapeString(p.File),
-				template.HTMLEscapeString(tip), x, y, cell, cell, fill, x+cell/2, y+13, callLetter(p))
+				template.HTMLEscapeString(tip), x, y, cell, cell, fill, x+cell/2, y+11, callLetter(p))
 		}
 	}
 	ly := top + len(rep.Programs)*(cell+10) + 10
