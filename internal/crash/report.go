@@ -100,8 +100,12 @@ func (rep *Report) WriteTail(w io.Writer) error {
 	if rep.FloorS > 0 {
 		ratio = rep.PerPointS / rep.FloorS
 	}
-	fmt.Fprintf(w, "crash: %d crash points, %.3fs each (one process start here: %.1fms, ×%.0f); %d processes; %.1fs\n",
-		points, rep.PerPointS, rep.FloorS*1000, ratio, rep.Procs, rep.TookS)
+	if len(rep.Programs) > 0 {
+		fmt.Fprintf(w, "crash: %d crash points, %.3fs each (one process start here: %.1fms, ×%.0f); %d processes; %.1fs\n",
+			points, rep.PerPointS, rep.FloorS*1000, ratio, rep.Procs, rep.TookS)
+	} else {
+		fmt.Fprintf(w, "crash: %d processes; %.1fs\n", rep.Procs, rep.TookS)
+	}
 	if rep.Work != "" {
 		fmt.Fprintf(w, "crash: work dir kept: %s\n", rep.Work)
 	}
