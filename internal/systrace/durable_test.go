@@ -61,12 +61,21 @@ func TestKillAt(t *testing.T) {
 		t.Skip(err)
 	}
 	dir := t.TempDir()
+	// A wrapper that execs, and one that forks, as a script in another
+	// language would: both are followed, and the count spans them.
+	for _, script := range []string{"echo one; echo two; echo three", "exec /bin/sh -c 'echo one; echo two; echo three'",
+		"/bin/sh -c 'echo one; echo two'; echo three"} {
+		t.Run(script, func(t *testing.T) { killAtShell(t, dir, script) })
+	}
+}
+
+func killAtShell(t *testing.T, dir, script string) {
 	for _, n := range []int{0, 1, 2, 3, 4} {
 		out, err := os.Create(filepath.Join(dir, "out"))
 		if err != nil {
 			t.Fatal(err)
 		}
-		p, err := systrace.KillAt([]string{"/bin/sh", "-c", "echo one; echo two; echo three"}, systrace.KillOptions{
+		p, err := systrace.KillAt([]string{"/bin/sh", "-c", script}, systrace.KillOptions{
 			Stdout: out, N: n, Match: func(s systrace.Site) bool { return s.Name == "write" && s.FD == 1 }})
 		if err != nil {
 			if errors.Is(err, systrace.ErrNoPtrace) {

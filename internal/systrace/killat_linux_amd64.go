@@ -88,7 +88,7 @@ func loop(pid int, opts KillOptions) (Killed, error) {
 		return exitOf(res, ws), nil
 	}
 	if err := syscall.PtraceSetOptions(pid, syscall.PTRACE_O_TRACESYSGOOD|syscall.PTRACE_O_TRACECLONE|
-		syscall.PTRACE_O_TRACEFORK|syscall.PTRACE_O_TRACEVFORK|ptraceOExitKill); err != nil {
+		syscall.PTRACE_O_TRACEFORK|syscall.PTRACE_O_TRACEVFORK|syscall.PTRACE_O_TRACEEXEC|ptraceOExitKill); err != nil {
 		syscall.Kill(pid, syscall.SIGKILL)
 		return res, fmt.Errorf("killat: ptrace options: %w", err)
 	}
