@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -60,6 +61,14 @@ func runCrash(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	if programs != "" {
 		cfg.Programs = strings.Split(programs, ",")
+		for _, p := range cfg.Programs {
+			if !slices.Contains(crash.Programs, p) && !(p == "none" && len(cfg.Programs) == 1) {
+				return usageErr{fmt.Sprintf("crash: --program %s: want %s, or none. Try: lab crash --program receiver", p, strings.Join(crash.Programs, ","))}
+			}
+		}
+	}
+	if cfg.Point > 0 && (len(cfg.Programs) != 1 || cfg.Programs[0] == "none") {
+		return usageErr{"crash: --at replays a crash point of one program. Try: lab crash --program finish --at 3"}
 	}
 	if cfg.Kills < 0 || cfg.Point < 0 {
 		return usageErr{"crash: --kills and --at must be >= 0. Try: lab crash --kills 1000"}
