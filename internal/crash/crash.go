@@ -270,10 +270,11 @@ func runPoint(ctx context.Context, cfg Config, st story, n int, dir string) (Poi
 	return pt, nil, w.procs, nil
 }
 
-// judgeDurable applies systrace.Durable to every answer of a complete run:
-// each must come after everything written before it reached the disk; the
-// last (the acceptance, the finish, the redrive, the response) must also
-// come after a commit.
+// judgeDurable applies systrace.Durable to the answer of a complete run
+// that reports a commit (CONTRACT §2: enqueue "returns after the commit"):
+// the acceptance, the redrive, the finish (the sender's `finished` event,
+// its last line), the receiver's response. Earlier lines (the sender's
+// `claimed`) are not judged: the contract does not say when they come.
 func judgeDurable(w *world, st story, k *systrace.Killed) (msg, call string) {
 	t := k.Trace()
 	var reports []int
@@ -290,11 +291,9 @@ func judgeDurable(w *world, st story, k *systrace.Killed) (msg, call string) {
 	if st.name == "receiver" {
 		final = reports[0] // its one response, to an order it applied
 	}
-	for _, r := range reports {
-		if err := systrace.Durable(t, db, r, r == final); err != nil {
-			c := t.Calls[r]
-			return strings.ReplaceAll(err.Error(), w.dir+"/", ""), c.Name + " " + w.role(c.Path)
-		}
+	if err := systrace.Durable(t, db, final, true); err != nil {
+		c := t.Calls[final]
+		return strings.ReplaceAll(err.Error(), w.dir+"/", ""), c.Name + " " + w.role(c.Path)
 	}
 	return "", ""
 }
