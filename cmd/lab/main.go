@@ -53,6 +53,7 @@ const usage = `usage: lab [run] [flags] [STEPS…]
        lab merge --out DIR SHARDDIR…     join the results of lab grade --shard i/n
        lab starter --out DIR             write a learner's copy with the solutions taken out
        lab selftest                      prove the steps: reference passes, starter and every mutant fail
+       lab crash [flags]                 kill each program at every crash point, then soak (docs/crash.md)
 
 Runs the numbered lab steps against an implementation's executables.
 STEPS: 8, 3-5, 1,4 (default: all). Flags may come before or after them.
@@ -73,6 +74,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return runMerge(ctx, args[1:], stdout, stderr)
 		case "selftest":
 			return runSelftest(ctx, args[1:], stdout, stderr)
+		case "crash":
+			return runCrash(ctx, args[1:], stdout, stderr)
 		case "help", "-h", "--help":
 			printUsage(stdout)
 			return nil

@@ -179,7 +179,7 @@ func runSelftest(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	cliflag.IntVar(fs, &cfg.Repeat, "repeat", 1, "run the lab this many times per target; a target is as expected only if every run is")
 	fs.DurationVar(&cfg.StepTimeout, "timeout", 60*time.Second, "time limit of one step")
 	fs.BoolVar(&asJSON, "json", false, "print the report as one JSON object instead of the table")
-	fs.BoolVar(&verbose, "v", false, "print progress to stderr as targets are built and graded")
+	fs.BoolVar(&verbose, "v", false, "also print a progress line as each target is built (one per target graded is always printed, to stderr)")
 	pos, err := parseInterleaved(fs, args)
 	if errors.Is(err, flag.ErrHelp) {
 		fmt.Fprint(stdout, selftestUsage)
@@ -197,8 +197,13 @@ func runSelftest(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return usageErr{"selftest: " + err.Error()}
 	}
 	cfg.Only = pos
-	if verbose {
-		cfg.Progress = func(format string, a ...any) { fmt.Fprintf(stderr, format+"\n", a...) }
+	// A line per target graded ("[i/n] graded NAME ok"), always: a selftest
+	// takes minutes; -v adds a line per build.
+	cfg.Progress = func(format string, a ...any) {
+		if !verbose && strings.HasPrefix(format, "selftest: built") {
+			return
+		}
+		fmt.Fprintf(stderr, format+"\n", a...)
 	}
 	rep, err := starter.Selftest(ctx, cfg)
 	if err != nil {

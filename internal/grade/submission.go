@@ -208,10 +208,13 @@ func ParsePoints(spec string) (Points, error) {
 				where = fmt.Sprintf("%s:%d: %q", spec, ln+1, f)
 			}
 			n, err := strconv.Atoi(k)
+			if k == CrashName { // lab crash, graded (crash.go)
+				n, err = CrashItem, nil
+			}
 			if err != nil {
 				n, ok = bySlug[k], ok && bySlug[k] != 0
 			}
-			if !ok || n < 1 || n > len(labsteps.Steps()) {
+			if !ok || (n < 1 || n > len(labsteps.Steps())) && !(k == CrashName && n == CrashItem) {
 				return nil, fmt.Errorf("--points %s: want STEP=POINTS with STEP 1–%d or a step's name (retry, durable, …)", where, len(labsteps.Steps()))
 			}
 			x, err := strconv.ParseFloat(v, 64)

@@ -13,11 +13,13 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"text/tabwriter"
 	"time"
 
 	"golang.org/x/sync/errgroup"
 
+	"snacklab/internal/crash"
 	"snacklab/labsteps"
 	"snacklab/labsteps/mutants"
 )
@@ -35,7 +37,9 @@ type SelftestConfig struct {
 	Repeat      int           // runs of the lab per target; 0 is 1
 	StepTimeout time.Duration // per step; 0 is 60s
 	Only        []string      // mutant names; none means all
-	Progress    func(format string, args ...any)
+	// Progress receives a line as each target is built and as each is
+	// graded ("[3/27] graded NAME ok (12.1s)").
+	Progress func(format string, args ...any)
 }
 
 // Kinds of target.
@@ -63,7 +67,8 @@ type Outcome struct {
 
 // Row is one named step of one target.
 type Row struct {
-	Step   int    `json:"step"`
+	Step   int    `json:"step"`             // 0 with Crash
+	Crash  string `json:"crash,omitempty"`  // a `lab crash` row: the programs enumerated
 	Want   string `json:"want"`             // "pass", "not implemented", "reject"
 	Result string `json:"result"`           // "passed 3/3", "rejected 3/3", "passed 1/3"…
 	OK     bool   `json:"ok"`               // as expected in every run
@@ -183,6 +188,7 @@ func Selftest(ctx context.Context, cfg SelftestConfig) (*SelftestReport, error) 
 	// Builds run ahead, bounded; graders take each built target as it comes.
 	built := make(chan target, len(targets))
 	var graders sync.WaitGroup
+	var graded atomic.Int32
 	for range cfg.Labs {
 		graders.Add(1)
 		go func() {
@@ -190,8 +196,11 @@ func Selftest(ctx context.Context, cfg SelftestConfig) (*SelftestReport, error) 
 			for t := range built {
 				t1 := time.Now()
 				grade(ctx, cfg, t.out, t.bin, filepath.Join(work, t.out.Name))
+				if crashes := crashPrograms(t.out, all); len(crashes) > 0 {
+					gradeCrash(ctx, t.out, t.bin, filepath.Join(work, t.out.Name), crashes)
+				}
 				t.out.LabS = time.Since(t1).Seconds()
-				progress("selftest: graded %-28s %s (%.1fs)", t.out.Name, verdict(*t.out), t.out.LabS)
+				progress("selftest: [%d/%d] graded %-28s %s (%.1fs)", graded.Add(1), len(targets), t.out.Name, verdict(*t.out), t.out.LabS)
 			}
 		}()
 	}
@@ -407,7 +416,7 @@ func (rep *SelftestReport) WriteTable(w io.Writer) error {
 			var bad []string
 			for _, r := range o.Rows {
 				if !r.OK {
-					bad = append(bad, strconv.Itoa(r.Step))
+					bad = append(bad, rowStep(r))
 				}
 			}
 			result := fmt.Sprintf("%d/%d as expected", len(o.Rows)-len(bad), len(o.Rows))
@@ -417,7 +426,11 @@ func (rep *SelftestReport) WriteTable(w io.Writer) error {
 			if len(bad) > 0 {
 				result += "; NOT: steps " + strings.Join(bad, ",")
 			}
-			line(o, fmt.Sprintf("%d-%d", o.Steps[0], o.Steps[len(o.Steps)-1]), wantOf(o), result, nil, o.Comment)
+			steps := fmt.Sprintf("%d-%d", o.Steps[0], o.Steps[len(o.Steps)-1])
+			if len(o.Rows) > len(o.Steps) {
+				steps += ",crash"
+			}
+			line(o, steps, wantOf(o), result, nil, o.Comment)
 		default:
 			for i, r := range o.Rows {
 				result, what := r.Result, o.Comment
@@ -427,7 +440,7 @@ func (rep *SelftestReport) WriteTable(w io.Writer) error {
 				if i > 0 {
 					what = ""
 				}
-				line(o, strconv.Itoa(r.Step), r.Want, result, o.Also, what)
+				line(o, rowStep(r), r.Want, result, o.Also, what)
 			}
 		}
 	}
@@ -445,7 +458,7 @@ func (rep *SelftestReport) WriteTable(w io.Writer) error {
 		}
 		for _, r := range o.Rows {
 			if !r.OK && r.Detail != "" {
-				fmt.Fprintf(w, "\n%s, step %d: want %s, got %s:\n%s\n", o.Name, r.Step, r.Want, r.Result, indentLines(r.Detail, "    "))
+				fmt.Fprintf(w, "\n%s, step %s: want %s, got %s:\n%s\n", o.Name, rowStep(r), r.Want, r.Result, indentLines(r.Detail, "    "))
 			}
 		}
 	}
@@ -482,4 +495,77 @@ func firstLine(s string) string {
 
 func indentLines(s, prefix string) string {
 	return prefix + strings.ReplaceAll(s, "\n", "\n"+prefix)
+}
+
+func rowStep(r Row) string {
+	if r.Crash != "" {
+		return "crash"
+	}
+	return strconv.Itoa(r.Step)
+}
+
+// crashPrograms is what `lab crash` must enumerate for a target: a
+// mutant's "# crash:" programs; for the reference, every program some
+// selected mutant names (the crash checks must pass it in the same run);
+// nothing for the starter.
+func crashPrograms(out *Outcome, all []mutants.Mutant) []string {
+	var progs []string
+	for _, m := range all {
+		if out.Kind == KindMutant && m.Name != out.Name {
+			continue
+		}
+		for _, p := range m.Crash {
+			if !slices.Contains(progs, p) {
+				progs = append(progs, p)
+			}
+		}
+	}
+	if out.Kind == KindStarter {
+		return nil
+	}
+	return progs
+}
+
+// gradeCrash runs `lab crash`'s enumeration (no soak) of progs against a
+// built target and adds its row: the reference must show no violation, a
+// mutant at least one. The enumeration is deterministic (every crash point
+// in turn), so one run proves it.
+func gradeCrash(ctx context.Context, out *Outcome, bin, dir string, progs []string) {
+	row := Row{Crash: strings.Join(progs, ","), Want: "reject"}
+	if out.Kind == KindReference {
+		row.Want = "pass"
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		out.Error = err.Error()
+		return
+	}
+	rep, err := crash.Run(ctx, crash.Config{Bin: bin, Work: dir, Programs: progs})
+	switch {
+	case err != nil:
+		row.Result = "error"
+		row.Detail = err.Error()
+	case out.Kind == KindReference:
+		row.OK = rep.OK
+		row.Result = fmt.Sprintf("%d violation(s) in %d crash points", len(rep.Violations), len(rep.Points))
+	default:
+		row.OK = len(rep.Violations) > 0
+		row.Result = fmt.Sprintf("rejected: %d violation(s) in %d crash points", len(rep.Violations), len(rep.Points))
+		if !row.OK {
+			row.Result = fmt.Sprintf("0 violations in %d crash points", len(rep.Points))
+		}
+	}
+	if err == nil && len(rep.Violations) > 0 {
+		v := rep.Violations[0]
+		row.Check = v.Invariant
+		if !row.OK || out.Kind != KindReference {
+			row.Detail = fmt.Sprintf("%s at crash point %d (%s): %s: %s", v.Program, v.N, v.Call, v.Invariant, v.Detail)
+		}
+	}
+	if err == nil && !row.OK && row.Detail == "" {
+		var b strings.Builder
+		rep.WriteText(&b)
+		row.Detail = b.String()
+	}
+	out.Rows = append(out.Rows, row)
+	out.OK = out.OK && row.OK
 }

@@ -11,7 +11,10 @@
 //	# step: N
 //
 // where N is the step that must reject it; several steps are written
-// "# step: 3, 7". Build copies the module, applies one patch and builds the
+// "# step: 3, 7". A wrong answer that only a crash at the right moment
+// exposes names the programs `lab crash` must catch it in instead (or as
+// well): "# crash: receiver" (several: "# crash: enqueue, finish"); such a
+// patch needs no "# step:" line. Build copies the module, applies one patch and builds the
 // three executables of the contract, so the lab can be run against them with
 // --bin. `lab selftest` builds and grades them all (docs/selftest.md).
 //
@@ -48,8 +51,11 @@ type Mutant struct {
 	Name    string // file name without .patch
 	Comment string // the one-sentence description
 	Steps   []int  // the lab steps that must each reject it, in order
-	Step    int    // Steps[0]
-	Patch   []byte
+	Step    int    // Steps[0]; 0 when none
+	// Crash lists the programs of `lab crash` (internal/crash.Programs)
+	// whose crash-point enumeration must report a violation.
+	Crash []string
+	Patch []byte
 }
 
 // Available reports whether this copy of the module has the mutants.
@@ -104,16 +110,36 @@ func Parse(name string, patch []byte) (Mutant, error) {
 			if len(m.Steps) == 0 {
 				return m, fmt.Errorf("mutant %s: \"# step:\" names no step", name)
 			}
+		} else if v, ok := strings.CutPrefix(line, "crash:"); ok {
+			for _, f := range strings.FieldsFunc(v, func(r rune) bool { return r == ',' || r == ' ' }) {
+				if !slices.Contains(CrashPrograms, f) {
+					return m, fmt.Errorf("mutant %s: crash: %q is not one of %s", name, f, strings.Join(CrashPrograms, ", "))
+				}
+				if slices.Contains(m.Crash, f) {
+					return m, fmt.Errorf("mutant %s: crash program %s named twice", name, f)
+				}
+				m.Crash = append(m.Crash, f)
+			}
+			if len(m.Crash) == 0 {
+				return m, fmt.Errorf("mutant %s: \"# crash:\" names no program", name)
+			}
 		} else if m.Comment == "" {
 			m.Comment = line
 		}
 	}
-	if m.Comment == "" || len(m.Steps) == 0 {
-		return m, fmt.Errorf("mutant %s: want a header of \"# one sentence\" and \"# step: N\"", name)
+	if m.Comment == "" || len(m.Steps) == 0 && len(m.Crash) == 0 {
+		return m, fmt.Errorf("mutant %s: want a header of \"# one sentence\" and \"# step: N\" (or \"# crash: PROGRAM\")", name)
 	}
-	m.Step = m.Steps[0]
+	if len(m.Steps) > 0 {
+		m.Step = m.Steps[0]
+	}
 	return m, nil
 }
+
+// CrashPrograms are the programs a "# crash:" line may name: those of
+// internal/crash, whose order story kills each at every crash point
+// (repeated here: that package imports the lab's, not the reverse).
+var CrashPrograms = []string{"enqueue", "sender", "receiver", "redrive", "finish"}
 
 // ModuleRoot finds the directory holding go.mod, from dir upwards.
 func ModuleRoot(dir string) (string, error) {

@@ -22,6 +22,11 @@ func TestParse(t *testing.T) {
 		{"bad step", "# Claims.\n# step: three\n--- a/x\n", 0, "", true},
 		{"no comment", "# step: 3\n--- a/x\n", 0, "", true},
 		{"no header", "--- a/x\n+++ b/x\n", 0, "", true},
+		{"crash only", "# Splits the order.\n# crash: receiver\n--- a/x\n", 0, "Splits the order.", false},
+		{"step and crash", "# Answers early.\n# step: 2\n# crash: enqueue, finish\n--- a/x\n", 2, "Answers early.", false},
+		{"unknown crash program", "# Splits.\n# crash: queue\n--- a/x\n", 0, "", true},
+		{"empty crash", "# Splits.\n# crash:\n--- a/x\n", 0, "", true},
+		{"crash program twice", "# Splits.\n# crash: finish finish\n--- a/x\n", 0, "", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m, err := mutants.Parse(tc.name, []byte(tc.patch))
@@ -46,13 +51,18 @@ func TestAll(t *testing.T) {
 		t.Errorf("%d mutants, want at least 12", len(all))
 	}
 	want := map[string]int{"expiry-boundary": 3, "token-reset": 5, "loose-ack": 6, "check-then-act": 7}
+	crash := map[string]string{"receiver-stock-separate-tx": "receiver", "accept-before-commit": "enqueue",
+		"synchronous-off": "enqueue", "finish-separate-tx": "finish"}
 	for _, m := range all {
 		for _, s := range m.Steps {
 			if s < 1 || s > 8 {
 				t.Errorf("%s: step %d, want 1-8", m.Name, s)
 			}
 		}
-		if m.Step != m.Steps[0] {
+		if len(m.Steps) == 0 && len(m.Crash) == 0 {
+			t.Errorf("%s: rejected by no step and no crash program", m.Name)
+		}
+		if len(m.Steps) > 0 && m.Step != m.Steps[0] {
 			t.Errorf("%s: Step %d, Steps %v", m.Name, m.Step, m.Steps)
 		}
 		if !strings.HasSuffix(m.Comment, ".") || strings.Count(m.Comment, ". ") > 0 {
@@ -60,6 +70,12 @@ func TestAll(t *testing.T) {
 		}
 		if !strings.Contains(string(m.Patch), "\n--- a/") {
 			t.Errorf("%s: not a unified diff with a/ b/ paths", m.Name)
+		}
+		if p, ok := crash[m.Name]; ok {
+			if len(m.Crash) == 0 || m.Crash[0] != p {
+				t.Errorf("%s: crash programs %v, want %s", m.Name, m.Crash, p)
+			}
+			delete(crash, m.Name)
 		}
 		if s, ok := want[m.Name]; ok {
 			if s != m.Step {
@@ -70,5 +86,8 @@ func TestAll(t *testing.T) {
 	}
 	for name := range want {
 		t.Errorf("mutant %s is missing", name)
+	}
+	for name := range crash {
+		t.Errorf("crash mutant %s is missing", name)
 	}
 }

@@ -1,0 +1,53 @@
+package main_test
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestCrashUsageErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		args   []string
+		stderr string
+	}{
+		{"unknown program", []string{"crash", "--program", "queue"}, "lab: crash: --program queue: want enqueue,sender,receiver,redrive,finish, or none. Try: lab crash --program receiver\n"},
+		{"replay without a program", []string{"crash", "--at", "3"}, "lab: crash: --at replays a crash point of one program. Try: lab crash --program finish --at 3\n"},
+		{"negative kills", []string{"crash", "--kills", "-1"}, "lab: crash: --kills and --at must be >= 0. Try: lab crash --kills 1000\n"},
+		{"unwritable report", []string{"crash", "--results", "/nonexistent/r.json"}, "lab: crash: cannot write /nonexistent/r.json: stat /nonexistent: no such file or directory\n"},
+		{"stray argument", []string{"crash", "8"}, "lab: crash: unexpected \"8\". Try: lab crash --program sender --at 3\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := lab(t, tc.args...)
+			if r.code != 2 || r.stderr != tc.stderr {
+				t.Errorf("lab %s: exit %d, stderr %q; want exit 2, stderr %q", strings.Join(tc.args, " "), r.code, r.stderr, tc.stderr)
+			}
+		})
+	}
+}
+
+// One crash point replayed on the reference: exit 0, the reports written.
+func TestCrashReplayReports(t *testing.T) {
+	dir := t.TempDir()
+	res := filepath.Join(dir, "results.json")
+	r := lab(t, "crash", "--bin", bin, "--program", "enqueue", "--at", "5", "--work", dir, "--results", res)
+	if strings.Contains(r.stderr, "SKIPPED") && os.Getenv("SNACKLAB_REQUIRE_STRACE") == "" {
+		t.Skip(r.stderr)
+	}
+	if r.code != 0 || !strings.Contains(r.stdout, "crash: enqueue    1 crash points, ok") {
+		t.Fatalf("lab crash --at 5: exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+	var gs struct {
+		Score float64 `json:"score"`
+		Tests []struct {
+			Status string `json:"status"`
+		} `json:"tests"`
+	}
+	b, err := os.ReadFile(res)
+	if err != nil || json.Unmarshal(b, &gs) != nil || gs.Score != 1 || len(gs.Tests) != 1 || gs.Tests[0].Status != "passed" {
+		t.Errorf("results.json = %s (%v), want one passed test", b, err)
+	}
+}
