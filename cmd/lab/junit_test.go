@@ -3,6 +3,7 @@ package main_test
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"snacklab/internal/junittest"
@@ -20,8 +21,8 @@ func TestJUnitFilesValidate(t *testing.T) {
 		t.Fatalf("lab grade: exit %d, want 2 (one submission missing)\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	run := filepath.Join(root, "run.xml")
-	if r := lab(t, "1", "--junit", run); r.code != 0 {
-		t.Fatalf("lab run 1: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	if r := lab(t, "retry", "--junit", run); r.code != 0 || !strings.Contains(r.stdout, "PASS  1 retry") {
+		t.Fatalf("lab run retry (step 1 by its name): exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	for _, f := range []string{filepath.Join(out, "ann", "junit.xml"), filepath.Join(out, "missing", "junit.xml"), run} {
 		b, err := os.ReadFile(f)
