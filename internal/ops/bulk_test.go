@@ -283,35 +283,68 @@ func TestBulkRedriveSkipsWhatOthersRedrove(t *testing.T) {
 
 // TestBulkRedriveConcurrentRuns: two operators running the same bulk redrive
 // on the same file at once never redrive a job twice.
+//
+// Both runs walk the same list in the same order, so they meet on every job:
+// one takes the write lock, the other waits in SQLite's busy handler, which
+// polls (sleeps up to 100 ms, retries) instead of queueing. The winner takes
+// the lock again microseconds after each commit, so the loser can wait
+// through the winner's whole run, not one transaction: measured here under
+// load, one run redrove all 40 while the other waited as long and skipped all
+// 40. One handle had the default 5 s busy timeout, so that wait fails with
+// "database is locked" whenever the winner's 40 fsync'd commits take longer
+// than 5 s, as they do on a loaded disk. Both handles therefore get a busy
+// timeout far above any run's length. And the counts below hold only if both runs listed
+// the 40 candidates before either redrove one; a goroutine started late
+// under load listed fewer. together holds each run's first redrive until
+// both have listed.
 func TestBulkRedriveConcurrentRuns(t *testing.T) {
 	const n = 40
-	q, path := opstest.NewFile(t)
-	all := opstest.DeadBatch(t, q, "job", n, 1000)
-	other, err := queue.Open(path, queue.Options{BusyTimeout: 30 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Close()
+	q0, path := opstest.NewFile(t)
+	all := opstest.DeadBatch(t, q0, "job", n, 1000)
+	var arrived sync.WaitGroup
+	arrived.Add(2)
 	var wg sync.WaitGroup
 	results := make([]ops.BulkResult, 2)
 	errs := make([]error, 2)
-	for i, h := range []*queue.Queue{q, other} {
+	for i := range 2 {
+		h, err := queue.Open(path, queue.Options{BusyTimeout: 5 * time.Minute})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer h.Close()
 		wg.Go(func() {
-			results[i], errs[i] = ops.BulkRedrive{Reason: queue.ReasonExhausted, Note: "INC-3", Pace: noPace{}}.Run(context.Background(), h)
+			results[i], errs[i] = ops.BulkRedrive{Reason: queue.ReasonExhausted, Note: "INC-3", Pace: &together{arrived: &arrived}}.Run(context.Background(), h)
 		})
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
 		t.Fatal(err)
 	}
+	for i, r := range results {
+		if r.Candidates != n {
+			t.Fatalf("run %d listed %d candidates, want %d (both list before either redrives)", i, r.Candidates, n)
+		}
+	}
 	both := append(slices.Clone(results[0].Redriven), results[1].Redriven...)
 	if got, want := len(both), n; got != want {
 		t.Fatalf("redriven %d in all, want %d", got, want)
 	}
 	if got, want := len(results[0].Skipped)+len(results[1].Skipped), n; got != want {
-		t.Fatalf("skipped %d in all, want %d", got, want)
+		t.Fatalf("skipped %d in all, want %d: each job is redriven by one run and skipped by the other", got, want)
 	}
-	checkAtomic(t, q, all, both, "INC-3")
+	checkAtomic(t, q0, all, both, "INC-3")
+}
+
+// together is a Pace whose first Wait returns only once every run sharing
+// arrived has reached its own first Wait; then it lets every job go.
+type together struct {
+	arrived *sync.WaitGroup
+	once    sync.Once
+}
+
+func (p *together) Wait(ctx context.Context) error {
+	p.once.Do(func() { p.arrived.Done(); p.arrived.Wait() })
+	return ctx.Err()
 }
 
 func TestBulkRedriveLimitAndDryRun(t *testing.T) {
