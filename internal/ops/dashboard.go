@@ -141,18 +141,18 @@ func (d *Dashboard) page(w http.ResponseWriter, r *http.Request) {
 	}
 	v.ChartH = len(v.Reasons)*rowH + 8
 	if o := rep.OldestDead; o != nil {
-		v.Oldest = &deadRow{DeadJob: *o, Since: formatMs(o.SinceMs), AgeText: o.Age().String()}
+		v.Oldest = &deadRow{DeadJob: *o, Since: formatMs(o.SinceMs), AgeText: HumanDuration(o.Age())}
 	}
 	if rep.LastInvestigationMs != nil {
 		v.LastInvestigation = formatMs(*rep.LastInvestigationMs)
-		v.LastInvestigationAge = msDuration(*rep.LastInvestigationAgeMs).String()
+		v.LastInvestigationAge = HumanDuration(msDuration(*rep.LastInvestigationAgeMs))
 	}
 	for i, j := range dead {
 		if i == DashboardDeadRows {
 			v.DeadMore = len(dead) - i
 			break
 		}
-		v.DeadRows = append(v.DeadRows, deadRow{DeadJob: j, Since: formatMs(j.SinceMs), AgeText: j.Age().String()})
+		v.DeadRows = append(v.DeadRows, deadRow{DeadJob: j, Since: formatMs(j.SinceMs), AgeText: HumanDuration(j.Age())})
 	}
 	var buf bytes.Buffer
 	if err := dashboardPage.Execute(&buf, v); err != nil {
