@@ -132,7 +132,7 @@ func Evaluate(ctx context.Context, q *queue.Queue, now int64, t Thresholds) ([]B
 		}
 		breaches = append(breaches, pick(Breach{Check: "max_oldest_age", Value: float64(o.AgeMs) / 1000,
 			Threshold: float64(limit) / 1000,
-			Message: fmt.Sprintf("ALERT max-oldest-age: oldest dead %s (%s) dead for %s > %s", o.ID, o.Reason, age, limitText)},
+			Message:   fmt.Sprintf("ALERT max-oldest-age: oldest dead %s (%s) dead for %s > %s", o.ID, o.Reason, age, limitText)},
 			func(d DeadJob) bool { return d.AgeMs > limit }))
 	}
 	for _, reason := range queue.Reasons() {
