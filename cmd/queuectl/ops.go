@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -145,7 +146,7 @@ func init() {
 				b := ops.BulkRedrive{Reason: r, Note: *note, Limit: *limit, DryRun: *dryRun,
 					Pace: ops.NewPacer(perSecond, nil), NowMs: clockOf(fs, e)}
 				if f, ok := e.stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
-					b.Progress = ops.Bar(e.stderr, 30)
+					b.Progress = ops.Bar(e.stderr, columns(int(f.Fd())), nil)
 				} else if !e.json {
 					b.Progress = ops.Lines(e.stdout)
 				}
@@ -176,6 +177,18 @@ func clockOf(fs *flag.FlagSet, e *env) func() int64 {
 		return func() int64 { return now }
 	}
 	return func() int64 { return time.Now().UnixMilli() }
+}
+
+// columns is the terminal's width for the progress bar: $COLUMNS when set
+// (the user's word), else what the terminal says, else ops.DefaultColumns.
+func columns(fd int) int {
+	if n, err := strconv.Atoi(os.Getenv("COLUMNS")); err == nil && n > 0 {
+		return n
+	}
+	if w, _, err := term.GetSize(fd); err == nil && w > 0 {
+		return w
+	}
+	return ops.DefaultColumns
 }
 
 // stringsFlag collects a repeatable flag.
