@@ -316,7 +316,7 @@ func TestBulkRedriveCtrlC(t *testing.T) {
 func TestServeVerb(t *testing.T) {
 	bin := opsBuild(t)
 	_, path := opstest.Known(t)
-	cmd := exec.Command(bin, "serve", "--db", path, "--now-ms", "100000")
+	cmd := exec.Command(bin, "serve", "--db", path, "--now-ms", "100000", "--max-dead", "5")
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -341,6 +341,7 @@ func TestServeVerb(t *testing.T) {
 		want         string
 	}{
 		{"GET", "/", 200, `id="count-dead">6<`},
+		{"GET", "/", 200, `<li class="crossed" data-check="max_dead">max-dead: 6 dead &gt; 5`}, // --max-dead shown under Attention
 		{"GET", "/metrics", 200, "snacklab_queue_jobs{state=\"dead\"} 6\n"},
 		{"POST", "/", 405, ""},
 		{"DELETE", "/metrics", 405, ""},
