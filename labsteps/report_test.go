@@ -63,3 +63,37 @@ func TestJUnitValidatesAgainstSchema(t *testing.T) {
 		t.Errorf("EncodeJUnit changed its argument: suite has %d properties, want the 2 it was given", got)
 	}
 }
+
+// The timeline's special drawings, from events alone: a kill is an arrow to
+// its target, a jump of the injected clock is a break, real-clock instants
+// are shown relative to the step's start, and a summary closes the chart.
+func TestTimelineDrawings(t *testing.T) {
+	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
+	r := labsteps.Result{Step: labsteps.Steps()[7], Events: []labsteps.Event{
+		{At: ms(1), Lane: "harness", Kind: "epoch", Text: "1796079085000", Clock: -1, Section: "a"},
+		{At: ms(2), Lane: "A", Kind: "line", Text: "claimed o-1 token 1 (lease_until 1796079085250)", Clock: 10000, Section: "a"},
+		{At: ms(3), Lane: "harness", Kind: "kill", Text: "SIGKILL A", Clock: 10000, Section: "a", Bad: true},
+		{At: ms(4), Lane: "B", Kind: "start", Text: "start B", Clock: 39999, Section: "a"},
+		{At: ms(5), Lane: "harness", Kind: "summary", Text: "stock +7 once", Clock: -1, Section: "a"},
+	}}
+	tl := r.Timelines()
+	if len(tl) != 1 {
+		t.Fatalf("expected one timeline; observed %d", len(tl))
+	}
+	svg := string(tl[0].SVG)
+	for _, want := range []string{
+		`data-kind="kill" data-target="A"`,
+		`the injected clock moves on 29 999 ms (t=10000 → t=39999)`,
+		`lease_until @250 ms`,
+		`class="summary"`, `✓ stock +7 once`,
+	} {
+		if !strings.Contains(svg, want) {
+			t.Errorf("timeline lacks %s:\n%s", want, svg)
+		}
+	}
+	for _, unwanted := range []string{"1796079085250", ">1796079085000<", `path class="ev bad" data-kind="kill"`} {
+		if strings.Contains(svg, unwanted) {
+			t.Errorf("timeline shows %s:\n%s", unwanted, svg)
+		}
+	}
+}
