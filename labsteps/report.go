@@ -329,6 +329,7 @@ func timelineSVG(id string, events []Event) template.HTML {
 		clocked  bool
 		lanes    []string
 		seenLane = map[string]bool{}
+		procLane = map[string]string{} // a process's lane, from its start event
 	)
 	for _, e := range events {
 		switch e.Kind {
@@ -340,6 +341,9 @@ func timelineSVG(id string, events []Event) template.HTML {
 			continue
 		}
 		drawn = append(drawn, e)
+		if name, ok := strings.CutPrefix(e.Text, "start "); ok && e.Kind == "start" {
+			procLane[name] = e.Lane
+		}
 		clocked = clocked || e.Clock >= 0
 		if !seenLane[e.Lane] {
 			seenLane[e.Lane] = true
@@ -450,6 +454,9 @@ func timelineSVG(id string, events []Event) template.HTML {
 		}
 		n++
 		target, isKill := strings.CutPrefix(e.Text, "SIGKILL ")
+		if l, ok := procLane[target]; ok {
+			target = l
+		}
 		switch {
 		case e.Kind == "kill" && isKill && seenLane[target] && target != e.Lane:
 			// From the killer to the killed: an arrow ending at its lane.

@@ -75,10 +75,15 @@ func TestTimelineDrawings(t *testing.T) {
 		{At: ms(3), Lane: "harness", Kind: "kill", Text: "SIGKILL A", Clock: 10000, Section: "a", Bad: true},
 		{At: ms(4), Lane: "B", Kind: "start", Text: "start B", Clock: 39999, Section: "a"},
 		{At: ms(5), Lane: "harness", Kind: "summary", Text: "stock +7 once", Clock: -1, Section: "a"},
+		{At: ms(6), Lane: "queuectl", Kind: "start", Text: "start enqueue", Clock: 10000, Section: "b"},
+		{At: ms(7), Lane: "harness", Kind: "kill", Text: "SIGKILL enqueue", Clock: 10000, Section: "b", Bad: true},
 	}}
 	tl := r.Timelines()
-	if len(tl) != 1 {
-		t.Fatalf("expected one timeline; observed %d", len(tl))
+	if len(tl) != 2 {
+		t.Fatalf("expected two timelines; observed %d", len(tl))
+	}
+	if svg := string(tl[1].SVG); !strings.Contains(svg, `data-kind="kill" data-target="queuectl"`) {
+		t.Errorf("a kill of a process named otherwise than its lane should point at its lane (queuectl):\n%s", svg)
 	}
 	svg := string(tl[0].SVG)
 	for _, want := range []string{
