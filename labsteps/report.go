@@ -459,10 +459,15 @@ func timelineSVG(id string, events []Event) template.HTML {
 		}
 		switch {
 		case e.Kind == "kill" && isKill && seenLane[target] && target != e.Lane:
-			// From the killer to the killed: an arrow ending at its lane.
+			// From the killer to the killed: an arrow whose head stops just
+			// short of the target's lifeline.
+			end := laneX(target) + 8
+			if laneX(target) > x {
+				end = laneX(target) - 8
+			}
 			fmt.Fprintf(&b, `<rect x="%d" y="%d" width="8" height="8" fill="%s"/>`, x-4, cy-4, colorOf(e.Lane))
 			fmt.Fprintf(&b, `<line class="%s" data-kind="%s" data-target="%s" x1="%d" y1="%d" x2="%d" y2="%d" stroke="#c0392b" stroke-width="2.5" marker-end="url(#%s-arrow)"/>`,
-				cls, e.Kind, template.HTMLEscapeString(target), x, cy, laneX(target)+map[bool]int{true: 8, false: -8}[laneX(target) < x], cy, template.HTMLEscapeString(id))
+				cls, e.Kind, template.HTMLEscapeString(target), x, cy, end, cy, template.HTMLEscapeString(id))
 		case e.Kind == "kill" || (e.Kind == "exit" && e.Bad):
 			fmt.Fprintf(&b, `<path class="%s" data-kind="%s" d="M%d %d l12 12 m0 -12 l-12 12" stroke="%s" stroke-width="3"/>`, cls, e.Kind, x-6, cy-6, c)
 		default:
