@@ -26,6 +26,9 @@ func TestRefusedBeforeRunning(t *testing.T) {
 		{"junit in a missing dir", []string{"8", "--junit", filepath.Join(dir, "no", "j.xml")}, "does not exist; create it or choose another path. Nothing was run"},
 		{"html under a file", []string{"--html", filepath.Join(file, "r.html")}, "does not exist"},
 		{"html is a directory", []string{"--html", dir}, "is a directory; want a file path"},
+		// A device is taken as it is (the isolated runner passes --results /dev/stderr): the
+		// refusal is of --junit, the next path checked.
+		{"results on a device", []string{"--results", "/dev/stderr", "--junit", "/nonexistent/j.xml"}, "--junit /nonexistent/j.xml: directory /nonexistent does not exist"},
 		{"unknown step name", []string{"crsh"}, `step "crsh": want a number from 1 to 8 or a name (retry, durable, claim, finish, redrive, run-once, race, crash)`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
