@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -21,6 +22,9 @@ import (
 // cgroup can be made (not root, a read-only cgroupfs), the worker falls back
 // to its process group and the SNACKLAB_GRADE_STEP tag in the environment,
 // which a process that clears its environment escapes (docs/grading.md).
+
+// cgroupSeq tells apart the cgroups of concurrent Grade calls in one process.
+var cgroupSeq atomic.Int64
 
 // cgroups makes per-step cgroups under this process's own cgroups.
 type cgroups struct {
@@ -44,7 +48,7 @@ func newCgroups() *cgroups {
 			own[f[1]] = f[2]
 		}
 	}
-	name := fmt.Sprintf("snacklab-grade-%d", os.Getpid())
+	name := fmt.Sprintf("snacklab-grade-%d-%d", os.Getpid(), cgroupSeq.Add(1))
 	cg := &cgroups{}
 	if p, ok := own["pids"]; ok {
 		for _, c := range []string{"pids", "memory"} {

@@ -89,13 +89,13 @@ func (r Record) Flaky() []StepRecord {
 type gsTest struct {
 	Name         string     `json:"name"`
 	OutputFormat string     `json:"output_format"`
-	Number     string     `json:"number"`
-	Score      float64    `json:"score"`
-	MaxScore   float64    `json:"max_score"`
-	Status     string     `json:"status"`
-	Output     string     `json:"output"`
-	Visibility string     `json:"visibility"`
-	Extra      StepRecord `json:"extra_data"`
+	Number       string     `json:"number"`
+	Score        float64    `json:"score"`
+	MaxScore     float64    `json:"max_score"`
+	Status       string     `json:"status"`
+	Output       string     `json:"output"`
+	Visibility   string     `json:"visibility"`
+	Extra        StepRecord `json:"extra_data"`
 }
 
 type gsResults struct {
