@@ -144,7 +144,11 @@ func runGrade(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	case o.memory < 32 || o.pids < 16 || o.cpus < 0.01 || o.wall < 0 || o.buildMemory < 256:
 		return usageErr{"grade: --memory is at least 32 (MiB), --pids 16, --cpus 0.01, --build-memory 256 (MiB), --wall >= 0"}
 	default:
-		b, closeEngine, err := isolatedBoundary(ctx, exe, o, stdout)
+		steps := 8
+		if cfg.Points != nil {
+			steps = len(cfg.Points.Steps())
+		}
+		b, closeEngine, err := isolatedBoundary(ctx, exe, o, steps, stdout)
 		if err != nil {
 			return err
 		}
@@ -243,7 +247,7 @@ func runMerge(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 // must be static: when this one is not (built with cgo, as `go build` does
 // where gcc is present), a static copy is built from the module in the
 // current directory, or the error says the exact command.
-func isolatedBoundary(ctx context.Context, exe string, o gradeOptions, stdout io.Writer) (*grade.Boundary, func(), error) {
+func isolatedBoundary(ctx context.Context, exe string, o gradeOptions, steps int, stdout io.Writer) (*grade.Boundary, func(), error) {
 	lab, cleanup, err := staticLab(ctx, exe, stdout)
 	if err != nil {
 		return nil, nil, err
@@ -264,12 +268,16 @@ func isolatedBoundary(ctx context.Context, exe string, o gradeOptions, stdout io
 			return nil, nil, err
 		}
 	}
-	wall := "--timeout × rounds of steps + 30s"
-	if o.wall > 0 {
-		wall = o.wall.String()
+	wall := o.wall
+	if wall == 0 {
+		par := o.parallel
+		if par <= 0 || par > steps {
+			par = steps
+		}
+		wall = time.Duration((steps+par-1)/par)*o.timeout + isolate.WallGrace
 	}
 	b := &grade.Boundary{
-		Mode: fmt.Sprintf("isolated in Docker: built and run in containers with no network, a read-only root, an unprivileged user; %d MiB, %g CPU, %d pids, wall-clock limit %s per submission",
+		Mode: fmt.Sprintf("isolated in Docker: built and run in containers with no network, a read-only root, an unprivileged user; %d MiB, %g CPU, %d pids, %v wall clock per submission",
 			o.memory, o.cpus, o.pids, wall),
 		Build: eng.BuildFunc(gocache, isolate.Limits{Memory: o.buildMemory << 20}),
 		Run:   grade.StepRunner(eng.Runner(lim)),
