@@ -249,7 +249,7 @@ func (t table) markdown(w io.Writer) error {
 	var b strings.Builder
 	b.WriteString("# snacklab grades\n\n")
 	for _, l := range t.Summary() {
-		b.WriteString(mdText(l) + "\n\n")
+		b.WriteString(l + "\n\n") // the grader's own words; the mode is the grader's too
 	}
 	b.WriteString("✓ passed · ✗ failed · ~ flaky (passed some runs, scores 0) · · not run\n\n| submission |")
 	for _, s := range t.Steps {

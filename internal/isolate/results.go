@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"snacklab/internal/grade"
 	"snacklab/labsteps"
 )
 
@@ -359,8 +360,14 @@ func passedChecks(output string) int {
 
 // ---- reports ----
 
-// writeReports writes results.json and junit.xml into dir.
+// writeReports writes results.json and junit.xml into dir, every text a
+// submission could have produced cleaned of control characters first.
 func writeReports(dir string, o Outcome) (results, junit string, err error) {
+	o.Problem = grade.Clean(o.Problem)
+	o.Steps = append([]StepOutcome(nil), o.Steps...)
+	for i := range o.Steps {
+		o.Steps[i].Output, o.Steps[i].Reason = grade.Clean(o.Steps[i].Output), grade.Clean(o.Steps[i].Reason)
+	}
 	results, junit = filepath.Join(dir, "results.json"), filepath.Join(dir, "junit.xml")
 	if err := labsteps.WriteFile(results, func(w io.Writer) error { return WriteGradescope(w, o) }); err != nil {
 		return "", "", err
