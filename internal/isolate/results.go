@@ -18,6 +18,7 @@ import (
 // gradescope is results.json as the lab writes it (labsteps.WriteGradescope).
 type gradescope struct {
 	Score         float64          `json:"score"`
+	OutputFormat  string           `json:"output_format,omitempty"` // "text": a compiler's <-chan is not HTML
 	ExecutionTime float64          `json:"execution_time"`
 	Output        string           `json:"output"`
 	Visibility    string           `json:"visibility"`
@@ -393,7 +394,7 @@ func (o Outcome) summary() string {
 // WriteGradescope writes the outcome as Gradescope's results.json: one test
 // per step, one point each, as `lab run --results` does.
 func WriteGradescope(w io.Writer, o Outcome) error {
-	g := gradescope{Score: float64(o.Passed), ExecutionTime: o.Took.Seconds(), Output: o.summary(), Visibility: "visible",
+	g := gradescope{Score: float64(o.Passed), OutputFormat: "text", ExecutionTime: o.Took.Seconds(), Output: o.summary(), Visibility: "visible",
 		Tests: []gradescopeTest{}}
 	for _, s := range o.Steps {
 		t := gradescopeTest{Name: fmt.Sprintf("Step %d: %s", s.Num, s.Title), Number: strconv.Itoa(s.Num),
