@@ -577,14 +577,21 @@ func (g *grader) student(text string, dirs ...string) string {
 		keep = append(keep, l)
 	}
 	text = strings.Join(keep, "\n")
-	dirs = append(dirs, g.cfg.Out, g.tmp, "/sub")
+	dirs = append(dirs, g.cfg.Out, g.tmp, "/sub", "/src")
 	slices.SortFunc(dirs, func(a, b string) int { return len(b) - len(a) })
 	for _, d := range dirs {
 		if d == "" || d == "/" {
 			continue
 		}
-		text = strings.ReplaceAll(text, d+"/", "")
-		text = strings.ReplaceAll(text, d, ".")
+		// Only a whole path: at the start of a word, ending at a separator.
+		re := regexp.MustCompile(`(^|[\s'"(=:])` + regexp.QuoteMeta(d) + `(/|$|[\s'"):,;])`)
+		text = re.ReplaceAllStringFunc(text, func(m string) string {
+			sub := re.FindStringSubmatch(m)
+			if sub[2] == "/" {
+				return sub[1]
+			}
+			return sub[1] + "." + sub[2]
+		})
 	}
 	return workDirRE.ReplaceAllString(text, "")
 }

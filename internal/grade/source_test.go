@@ -86,3 +86,21 @@ func TestClean(t *testing.T) {
 		}
 	}
 }
+
+// What a learner sees names nothing of the grading machine.
+func TestStudentText(t *testing.T) {
+	const out, tmp, bin, work = "/srv/grades", "/tmp/snacklab-grade-1", "/srv/grades/bob/bin", "/srv/grades/bob/logs/snacklab-step2-77"
+	for _, tc := range []struct{ in, want string }{
+		{"ran " + bin + "/queuectl --db " + work + "/queue.db init", "ran queuectl --db queue.db init"},
+		{"  logs:     " + work + "/logs (the story: " + work + "/lab.log)\nnext", "next"},
+		{"… 12 more lines in " + work + "/logs/01-queuectl.stdout", "… 12 more lines in logs/01-queuectl.stdout"},
+		{"in the container: /sub/sender --db /work/snacklab-step8-123/queue.db", "in the container: sender --db queue.db"},
+		{"cwd " + work + " and " + tmp, "cwd . and ."},
+		{"github.com/x/sub/pkg and /srcdir stay", "github.com/x/sub/pkg and /srcdir stay"},
+		{"build: /src/cmd/queuectl/main.go:3: bad", "build: cmd/queuectl/main.go:3: bad"},
+	} {
+		if got := grade.StudentText(out, tmp, tc.in, bin, work); got != tc.want {
+			t.Errorf("student(%q)\n got %q\nwant %q", tc.in, got, tc.want)
+		}
+	}
+}
