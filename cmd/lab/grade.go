@@ -32,7 +32,7 @@ Flags may come before or after the submissions.
 Writes, in --out DIR:
   DIR/NAME/results.json  Gradescope's format (points per step)
   DIR/NAME/junit.xml     JUnit XML;  DIR/NAME/report.html  the lab's report
-  DIR/NAME/logs/         work dirs of failing steps;  DIR/NAME/bin/  the build
+  DIR/NAME/logs/         work dirs of failing steps (--trusted);  DIR/NAME/bin/  the build
   DIR/grades.csv, grades.md, grades.html   the cohort: submission × step
   DIR/shard.json         which slice of which cohort (for lab merge)
 
