@@ -4,11 +4,14 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -298,18 +301,22 @@ func (h *Harness) HTTP(method, url, body string) HTTPAnswer {
 // PostTogether posts body to URL+path n times at once: it opens n
 // connections, sends every request but the body's last byte, and then sends
 // the n last bytes together, so the server has n requests in hand before any
-// can be completed. It returns the answers in connection order.
-func (h *Harness) PostTogether(url, path, body string, n int) []HTTPAnswer {
+// can be completed. While they are in flight it calls during (if not nil)
+// with the client side's local ports; it returns the answers in connection
+// order.
+func (h *Harness) PostTogether(url, path, body string, n int, during func(ports []int)) []HTTPAnswer {
 	addr := strings.TrimPrefix(url, "http://")
 	head := fmt.Sprintf("POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\nConnection: close\r\n\r\n",
 		path, addr, len(body))
 	answers := make([]HTTPAnswer, n)
 	conns := make([]net.Conn, n)
+	ports := make([]int, n)
 	deadline := time.Now().Add(h.WaitLimit)
 	for i := range conns {
 		c, err := net.DialTimeout("tcp", addr, h.WaitLimit)
 		if err == nil {
 			c.SetDeadline(deadline)
+			ports[i] = c.LocalAddr().(*net.TCPAddr).Port
 			_, err = io.WriteString(c, head+body[:len(body)-1])
 		}
 		if err != nil {
@@ -322,16 +329,23 @@ func (h *Harness) PostTogether(url, path, body string, n int) []HTTPAnswer {
 		conns[i] = c
 	}
 	h.Action(fmt.Sprintf("%d connections each hold a POST %s %s but its last byte; now all last bytes at once", n, path, body), noClock)
-	start := make(chan struct{})
+	// One goroutine writes every last byte, back to back: n goroutines
+	// woken together would spread the arrivals over the scheduler's whims.
+	for i, c := range conns {
+		if _, err := io.WriteString(c, body[len(body)-1:]); err != nil {
+			answers[i] = HTTPAnswer{Err: err}
+		}
+	}
+	if during != nil {
+		during(ports)
+	}
 	var wg sync.WaitGroup
 	for i, c := range conns {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			defer c.Close()
-			<-start
-			if _, err := io.WriteString(c, body[len(body)-1:]); err != nil {
-				answers[i] = HTTPAnswer{Err: err}
+			if answers[i].Err != nil {
 				return
 			}
 			resp, err := http.ReadResponse(bufio.NewReader(c), nil)
@@ -344,7 +358,93 @@ func (h *Harness) PostTogether(url, path, body string, n int) []HTTPAnswer {
 			answers[i] = HTTPAnswer{Status: resp.StatusCode, Body: strings.TrimSpace(string(b)), Err: err}
 		}()
 	}
-	close(start)
 	wg.Wait()
 	return answers
+}
+
+// waitRead waits, at most limit, until the peer of every loopback
+// connection whose local port is in ports has read all that was sent to it,
+// as the kernel's socket table says (/proc/net/tcp: the receive queue of the
+// socket whose remote port is ours). It reports whether that happened; the
+// caller must never fail a step on false, since a server may rightly read
+// a request only when it is ready to serve it.
+func waitRead(ports []int, limit time.Duration) bool {
+	want := map[int]bool{}
+	for _, p := range ports {
+		want[p] = true
+	}
+	end := time.Now().Add(limit)
+	for {
+		if b, err := os.ReadFile("/proc/net/tcp"); err == nil {
+			pending := len(want)
+			for _, line := range strings.Split(string(b), "\n")[1:] {
+				f := strings.Fields(line)
+				if len(f) < 5 {
+					continue
+				}
+				_, rport, ok := strings.Cut(f[2], ":")
+				port, err := strconv.ParseInt(rport, 16, 32)
+				if !ok || err != nil || !want[int(port)] {
+					continue
+				}
+				if _, rx, _ := strings.Cut(f[4], ":"); strings.Trim(rx, "0") == "" {
+					pending--
+				}
+			}
+			if pending <= 0 {
+				return true
+			}
+		}
+		if time.Now().After(end) {
+			return false
+		}
+		time.Sleep(time.Millisecond) // polling the kernel's table, not waiting for a process
+	}
+}
+
+// DBLock is an SQLite file's lock held by the harness.
+type DBLock struct {
+	h    *Harness
+	db   *sql.DB
+	conn *sql.Conn
+}
+
+// HoldExclusive takes SQLite's EXCLUSIVE lock on the file at path (BEGIN
+// EXCLUSIVE, writing nothing): in a rollback-journal file no other process
+// can read or write it until Release. The receiver's file is an SQLite file
+// (CONTRACT §5); nothing here depends on its tables.
+func (h *Harness) HoldExclusive(path string) *DBLock {
+	why := "the harness holds the receiver's file lock so that simultaneous requests all wait at the same point"
+	db, err := sql.Open("sqlite", queueDSN(path))
+	if err != nil {
+		h.Fatalf("the harness opens "+path, "open", why, "%v", err)
+	}
+	conn, err := db.Conn(h.ctx)
+	if err == nil {
+		_, err = conn.ExecContext(h.ctx, "BEGIN EXCLUSIVE")
+		if err != nil {
+			conn.Close()
+		}
+	}
+	if err != nil {
+		db.Close()
+		h.Fatalf("the harness takes the exclusive lock of "+path, "the lock", why, "%v", err)
+	}
+	h.Action("BEGIN EXCLUSIVE on "+filepath.Base(path)+": the harness holds the receiver's file lock", noClock)
+	return &DBLock{h: h, db: db, conn: conn}
+}
+
+// Release rolls the empty transaction back.
+func (l *DBLock) Release() {
+	if l.conn == nil {
+		return
+	}
+	_, err := l.conn.ExecContext(context.Background(), "ROLLBACK")
+	l.conn.Close()
+	l.db.Close()
+	l.conn = nil
+	l.h.Action("ROLLBACK: the receiver's file lock released", noClock)
+	if err != nil {
+		l.h.Fatalf("the harness releases the lock", "ROLLBACK succeeds", "", "%v", err)
+	}
 }
