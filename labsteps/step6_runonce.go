@@ -77,8 +77,9 @@ func runCases(h *Harness, url string, fake *FakeReceiver, rcv *Receiver, cases [
 			fake.On(c.id, c.answer)
 		}
 	}
+	runs := make([]SenderRun, len(cases))
+	ids := make([]string, len(cases))
 	for i, c := range cases {
-		now := t0 + int64(i)*10
 		h.Section(c.id)
 		if c.faults != nil {
 			rcv.SetFaults(c.faults)
@@ -87,17 +88,24 @@ func runCases(h *Harness, url string, fake *FakeReceiver, rcv *Receiver, cases [
 		if c.url != "" {
 			u = c.url
 		}
-		run := h.RunSender("S", SenderOpts{URL: u, Now: now, LeaseMs: 30000, TimeoutMs: c.timeoutMs, ExitAfterReceipt: c.crash})
-		judgeCase(h, c, now, run)
+		runs[i] = h.RunSender("S", SenderOpts{URL: u, Now: t0 + int64(i)*10, LeaseMs: 30000, TimeoutMs: c.timeoutMs, ExitAfterReceipt: c.crash})
+		ids[i] = c.id
+	}
+	// The jobs are read back all at once, and judged in order: the first
+	// case that went wrong is the one reported.
+	after := h.ShowAll(ids...)
+	for i, c := range cases {
+		h.Section(c.id)
+		judgeCase(h, c, t0+int64(i)*10, runs[i], after[c.id].Job)
 		if fake != nil && c.url == "" {
-			judgePost(h, fake, c, run)
+			judgePost(h, fake, c, runs[i])
 		}
 	}
 }
 
 // judgeCase checks one run-once against its case: the claim, the response
 // event, the exit code, the events in order, the finish and the job after.
-func judgeCase(h *Harness, c sendCase, now int64, run SenderRun) {
+func judgeCase(h *Harness, c sendCase, now int64, run SenderRun, j Job) {
 	what := fmt.Sprintf("%s: sender run-once", c.id)
 	claimed, ok := run.Event("claimed")
 	h.Check(what+" claims the job", ok && claimed.Str("id") == c.id && claimed.Int("token") == 1, c.id+" claimed with token 1",
@@ -118,7 +126,6 @@ func judgeCase(h *Harness, c sendCase, now int64, run SenderRun) {
 		h.Equal(what+" finishes with class", c.class+" applied=true", fmt.Sprintf("%s applied=%s", fin.Str("class"), fin.Raw("applied")),
 			"the class names the classification (ok, retryable, permanent) that chose the outcome")
 	}
-	j := h.MustShow(c.id).Job
 	switch c.state {
 	case leftLeased:
 		h.Equal(c.id+": the job is still leased to S under token 1", "leased owner=S token=1",
