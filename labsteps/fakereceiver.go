@@ -340,12 +340,14 @@ func (h *Harness) PostTogether(url, path, body string, n int, during func(ports 
 	if during != nil {
 		during(ports)
 	}
-	var wg sync.WaitGroup
+	// A receiver may answer them one after the other, each after a commit
+	// that a busy disk makes slow: the wait is for progress, WaitLimit for
+	// each next answer, not for all of them.
+	done := make(chan struct{}, n)
 	for i, c := range conns {
-		wg.Add(1)
+		c.SetDeadline(time.Time{})
 		go func() {
-			defer wg.Done()
-			defer c.Close()
+			defer func() { done <- struct{}{} }()
 			if answers[i].Err != nil {
 				return
 			}
@@ -359,7 +361,27 @@ func (h *Harness) PostTogether(url, path, body string, n int, during func(ports 
 			answers[i] = HTTPAnswer{Status: resp.StatusCode, Body: strings.TrimSpace(string(b)), Err: err}
 		}()
 	}
-	wg.Wait()
+	timer := time.NewTimer(h.WaitLimit)
+	defer timer.Stop()
+	for got := 0; got < n; {
+		select {
+		case <-done:
+			got++
+			timer.Reset(h.WaitLimit)
+			continue
+		case <-timer.C:
+		case <-h.ctx.Done():
+		}
+		for _, c := range conns { // no answer for WaitLimit: the rest fail with a closed connection
+			c.Close()
+		}
+		for ; got < n; got++ {
+			<-done
+		}
+	}
+	for _, c := range conns {
+		c.Close()
+	}
 	return answers
 }
 
