@@ -302,21 +302,22 @@ func (h *Harness) HTTP(method, url, body string) HTTPAnswer {
 // PostTogether posts body to URL+path n times at once: it opens n
 // connections, sends every request but the body's last byte, and then sends
 // the n last bytes together, so the server has n requests in hand before any
-// can be completed. While they are in flight it calls during (if not nil)
-// with the client side's local ports; it returns the answers in connection
-// order.
-func (h *Harness) PostTogether(url, path, body string, n int, during func(ports []int)) []HTTPAnswer {
+// can be completed. When lockPath is not "", the harness holds that SQLite
+// file's exclusive lock from just before the last bytes go until the kernel
+// says the server has read every request (at most a second), so that each
+// request waits at its first use of the file and any interleaving of them is
+// possible. It returns the answers in connection order.
+func (h *Harness) PostTogether(url, path, body string, n int, lockPath string) []HTTPAnswer {
 	addr := strings.TrimPrefix(url, "http://")
 	head := fmt.Sprintf("POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\nConnection: close\r\n\r\n",
 		path, addr, len(body))
 	answers := make([]HTTPAnswer, n)
 	conns := make([]net.Conn, n)
 	ports := make([]int, n)
-	deadline := time.Now().Add(h.WaitLimit)
 	for i := range conns {
 		c, err := net.DialTimeout("tcp", addr, h.WaitLimit)
 		if err == nil {
-			c.SetDeadline(deadline)
+			c.SetDeadline(time.Now().Add(h.WaitLimit))
 			ports[i] = c.LocalAddr().(*net.TCPAddr).Port
 			_, err = io.WriteString(c, head+body[:len(body)-1])
 		}
@@ -329,16 +330,24 @@ func (h *Harness) PostTogether(url, path, body string, n int, during func(ports 
 		}
 		conns[i] = c
 	}
+	var lock *DBLock
+	if lockPath != "" {
+		lock = h.HoldExclusive(lockPath)
+	}
 	h.Action(fmt.Sprintf("%d connections each hold a POST %s %s but its last byte; now all last bytes at once", n, path, body), noClock)
 	// One goroutine writes every last byte, back to back: n goroutines
 	// woken together would spread the arrivals over the scheduler's whims.
 	for i, c := range conns {
+		c.SetDeadline(time.Now().Add(h.WaitLimit))
 		if _, err := io.WriteString(c, body[len(body)-1:]); err != nil {
 			answers[i] = HTTPAnswer{Err: err}
 		}
 	}
-	if during != nil {
-		during(ports)
+	if lock != nil {
+		if !waitRead(ports, time.Second) {
+			h.Narrate("note: the receiver had not read all %d requests after 1s (it may read one at a time); releasing the lock", n)
+		}
+		lock.Release()
 	}
 	// A receiver may answer them one after the other, each after a commit
 	// that a busy disk makes slow: the wait is for progress, WaitLimit for
