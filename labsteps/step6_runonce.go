@@ -410,13 +410,18 @@ func receiverClauses(h *Harness) {
 	// each waits at its first use of the file: a check made outside the
 	// transaction that inserts then meets the other copies' checks.
 	answers := h.PostTogether(rcv.URL, "/orders", `{"id":"k-same","qty":7,"token":1}`, n, rcv.DB)
-	var fresh, dup, other []string
+	// A copy answered 5xx (say, a receiver that gave up on the busy file)
+	// is tolerated: the sender retries it and the retry is a duplicate. What
+	// is judged is that exactly one copy applied.
+	var fresh, dup, busy, other []string
 	for i, a := range answers {
 		switch {
 		case a.Err == nil && a.Status == 200 && a.Ack() == "true" && a.Member("duplicate") == "false":
 			fresh = append(fresh, fmt.Sprint(i))
 		case a.Err == nil && a.Status == 200 && a.Ack() == "true" && a.Member("duplicate") == "true":
 			dup = append(dup, fmt.Sprint(i))
+		case a.Err == nil && a.Status >= 500 && a.Status <= 599 && a.Ack() != "true":
+			busy = append(busy, fmt.Sprint(i))
 		default:
 			other = append(other, fmt.Sprintf("#%d: %s", i, a))
 		}
@@ -426,9 +431,9 @@ func receiverClauses(h *Harness) {
 	if len(other) > 0 {
 		otherText = strings.Join(other, "; ")
 	}
-	h.Equal(fmt.Sprintf("%d simultaneous POSTs: every answer is 200 with ack true", n), "none other", otherText, whyOnce)
-	h.Equal(fmt.Sprintf("%d simultaneous POSTs: answers with duplicate false, true", n), fmt.Sprintf("1, %d", n-1),
-		fmt.Sprintf("%d, %d", len(fresh), len(dup)), whyOnce)
+	h.Equal(fmt.Sprintf("%d simultaneous POSTs: every answer is 200 with ack true (or a 5xx the sender would retry)", n), "none other", otherText, whyOnce)
+	h.Equal(fmt.Sprintf("%d simultaneous POSTs: answers with duplicate false, with duplicate true or 5xx", n), fmt.Sprintf("1, %d", n-1),
+		fmt.Sprintf("%d, %d", len(fresh), len(dup)+len(busy)), whyOnce)
 	logged := func(lines []Line, result string) int {
 		k := 0
 		for _, l := range lines {

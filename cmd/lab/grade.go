@@ -122,6 +122,9 @@ func runGrade(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return usageErr{"grade: " + err.Error()}
 		}
 	}
+	if cfg.Points.CrashPoints() > 0 && !o.trusted {
+		return usageErr{"grade: --points " + grade.CrashName + "=N traces the submission's processes with ptrace, which the isolation boundary does not grant: grade crash verification of code you trust with --trusted, or run `lab crash --bin DIR` on it yourself (docs/crash.md)"}
+	}
 	if o.shard != "" {
 		if cfg.Shard, err = grade.ParseShard(o.shard); err != nil {
 			return usageErr{"grade: " + err.Error()}

@@ -370,8 +370,23 @@ func (g *grader) gradeOne(ctx context.Context, sub Submission) (Record, error) {
 			return Record{}, ctx.Err()
 		}
 	}
-	for i := range rec.Steps {
+	// Crash verification, when it has points: only unisolated (it traces
+	// with ptrace, which the boundary does not grant; runGrade refuses
+	// crashpoints without --trusted).
+	if pts := g.cfg.Points.CrashPoints(); pts > 0 {
+		crashRec := StepRecord{Num: CrashItem, Slug: CrashName, Title: "crash verification", Points: pts, Output: "Not run."}
+		if rec.Problem == "" && rec.Bin != "" && g.cfg.Boundary == nil {
+			crashRec = GradeCrash(ctx, rec.Bin, filepath.Join(dir, "crash"), pts, sub.Name)
+		}
+		rec.Steps = append(rec.Steps, crashRec)
+		rec.Max += pts
 		if results != nil {
+			results = append(results, nil)
+			notes = append(notes, nil)
+		}
+	}
+	for i := range rec.Steps {
+		if results != nil && results[i] != nil {
 			g.fold(&rec.Steps[i], rec, results[i], notes[i])
 		}
 		rec.Score += rec.Steps[i].Score
@@ -392,9 +407,11 @@ func (g *grader) gradeOne(ctx context.Context, sub Submission) (Record, error) {
 		labsteps.WriteFile(filepath.Join(dir, "junit.xml"), func(w io.Writer) error { return WriteJUnit(w, rec) }),
 	)
 	if results != nil && err == nil {
-		reps := make([]labsteps.Result, len(results))
-		for i, runs := range results {
-			reps[i] = cleanResult(representative(runs))
+		var reps []labsteps.Result
+		for _, runs := range results {
+			if runs != nil {
+				reps = append(reps, cleanResult(representative(runs)))
+			}
 		}
 		err = labsteps.WriteFile(filepath.Join(dir, "report.html"), func(w io.Writer) error {
 			return labsteps.WriteHTML(w, labsteps.HTMLReport{Title: "snacklab grade: " + sub.Name + " (" + g.mode + ")", Bin: rec.Bin, When: time.Now(),
