@@ -32,8 +32,18 @@ func runStep4(h *Harness) {
 	}
 	held := h.ClaimAll("A", len(ids), t0, 30000)
 
-	// Stale tokens first, while f-ok is leased under token 1.
+	// Stale tokens and unknown outcomes first, while f-ok is leased under token 1.
 	ok := held["f-ok"]
+	whyOutcome := "the outcome is exactly ok, retry or permanent (CONTRACT §1): anything else is a sender's bug, and " +
+		"guessing what it meant could mark an undelivered order done; refused as invalid (exit 3), the job stays leased"
+	fin := func(outcome string) Call {
+		return Call{Verb: "finish", Now: t0 + 1, Args: []string{"--id", "f-ok", "--token", fmt.Sprint(ok.Token), "--outcome", outcome}}
+	}
+	h.ExpectRefused([]Refusal{
+		{What: "outcome \"done\"", Call: fin("done"), Code: 3, Why: whyOutcome},
+		{What: "outcome \"OK\"", Call: fin("OK"), Code: 3, Why: whyOutcome},
+		{What: "outcome \"fail\"", Call: fin("fail"), Code: 3, Why: whyOutcome},
+	}, nil)
 	whyStale := "the token is the fence: only the holder of the current grant may record an outcome, so a " +
 		"sender that lost its lease can never overwrite the work of the one that took over"
 	h.ExpectNotApplied("finish f-ok with token 2 (a grant that never happened)", h.Finish("f-ok", ok.Token+1, "ok", t0+1), ok, whyStale)
