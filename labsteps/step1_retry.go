@@ -15,7 +15,11 @@ var step1 = Step{
 	Checks: "`queuectl backoff` gives exactly the contract's delay (base 1 s doubling to a 60 s cap, " +
 		"with jitter from FNV-1a of \"id:attempt\"), and `finish retry` decides at each boundary: " +
 		"budget left → pending at now+backoff; attempts = max → dead(exhausted), even past the deadline; " +
-		"next = deadline → dead(deadline); next = deadline−1 → pending.",
+		"next = deadline → dead(deadline); next = deadline−1 → pending. Enqueue takes every value at both sides of " +
+		"its bounds (id 64 bytes and a first letter or digit, qty 1 … 1000000, max attempts 1 … 1000, deadline window " +
+		"1 ms … one year, now ≥ 0): each refusal exits 3, prints nothing on stdout and leaves the queue file as it was; " +
+		"each accepted job is new as the contract says (pending, due now, deadline now+window, attempts 0, token 0, " +
+		"defaults 5 and 86400000).",
 	Why: "A retry that fires at once takes the slot of healthy orders; one that never stops hides a " +
 		"poison order forever. Deterministic jitter spreads retries out and still lets anyone predict them.",
 	run: runStep1,

@@ -7,13 +7,17 @@ import (
 
 var step3 = Step{
 	Num: 3, Slug: "claim",
-	Title: "Claim: lease, owner, token +1; nothing before available_at or lease_until; reclaim at lease_until",
+	Title: "Claim: lease, owner, token +1; reclaim at lease_until; order by available_at then id; the sweep of spent jobs",
 	Checks: "A claim before the job's available_at finds nothing; at available_at it leases the job to its " +
 		"owner until now+lease with token 1 and attempts 1. Another owner finds nothing at lease_until−1 and " +
-		"reclaims at lease_until exactly, with token 2. A job backing off after a failure is skipped, and an " +
-		"independent job behind it is claimed instead; the backed-off job is claimable at its available_at, not before. " +
-		"A spent job is quarantined by the claim, not handed out: one whose holder vanished on its last attempt " +
-		"becomes dead(exhausted) at lease_until, one never claimed before its deadline dead(deadline).",
+		"reclaims at lease_until exactly, with token 2. A job backing off after a failure is skipped. " +
+		"Claims take jobs by available_at, then id — with data where id order, enqueue order and pending versus " +
+		"expired lease all disagree with that. The claim's sweep, at both sides of each boundary: at lease_until−1 " +
+		"nothing changes (not even a held lease past its deadline); at lease_until a spent lease is dead(exhausted) " +
+		"when its budget is used (even if its deadline passed too), dead(deadline) when deadline_at = now, and " +
+		"reclaimed when deadline_at = now+1; a pending job is dead(deadline) at deadline_at = now. The sweep keeps " +
+		"token and attempts, clears owner and lease, and commits even when the claim then finds nothing (exit 13). " +
+		"Owner (64 bytes) and lease (1 ms … one day) are taken at both sides of their bounds.",
 	Why: "The lease is what lets a second sender finish the work of one that died; the token, bumped by exactly " +
 		"one per grant, is what tells the two apart afterwards. Off by one at either boundary and a job is " +
 		"either handed to two senders at once or stuck a tick longer than promised.",

@@ -10,7 +10,8 @@ var step4 = Step{
 		"at the deadline → dead(deadline). On every path id, qty, token and attempts are kept and owner and " +
 		"lease_until become null. A finish with a token from the future or the past, on a job no longer leased, " +
 		"or for an unknown id returns applied=false (exit 12) and changes nothing. The lease's expiry is not " +
-		"checked: the token is the fence.",
+		"checked: the token is the fence. An outcome other than ok, retry or permanent is refused (exit 3), " +
+		"nothing on stdout, the queue file unchanged.",
 	Why: "finish is where a delivery's evidence is written down. Deleting the id or qty loses the order; keeping " +
 		"an owner on a finished job blocks nothing but lies; and a stale holder that can still finish overwrites " +
 		"the work of the sender that took over.",

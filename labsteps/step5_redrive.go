@@ -7,10 +7,15 @@ import (
 
 var step5 = Step{
 	Num: 5, Slug: "redrive",
-	Title: "Redrive: refused unless dead, notes are ticket ids, audit row with the change, token never rolls back",
+	Title: "Redrive: refused unless dead, notes are ticket ids, audit row with the change, token never rolls back; nothing else leaves quarantine",
 	Checks: "Redrive is refused for a pending (exit 9), leased (10), done (11) and unknown (8) job, and for notes " +
 		"that are free text, non-ASCII, control characters, too long (65 bytes; 64 is accepted) or not starting " +
-		"with a letter or digit (exit 3), each time with nothing written. A redrive whose state change fails (the lab makes every update of " +
+		"with a letter or digit (exit 3), each time with nothing on stdout and the queue file unchanged, byte for byte. " +
+		"In every state (pending, leased, done, dead) a conflicting enqueue (another qty) is refused (exit 7) and a " +
+		"duplicate (same qty) is accepted as duplicate:true, both changing nothing — a dead job is not revived, a " +
+		"done one not reset; investigate records its row and leaves the whole job unchanged; investigate and show " +
+		"of an unknown id exit 8, writing nothing. show lists every redrive and investigation of a job, oldest " +
+		"first, and none of another job's. A redrive whose state change fails (the lab makes every update of " +
 		"the job fail for a moment) leaves no audit row: the row and the change are one transaction. " +
 		"For a dead job it writes the audit row (job_id, prev_token, " +
 		"prev_reason, at_ms, note) and makes the job pending with attempts 0, available_at now and a new " +
