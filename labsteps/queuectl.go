@@ -373,8 +373,21 @@ type Call struct {
 	Args []string
 }
 
+// CallsInTurn runs queuectl invocations one after the other and returns their
+// runs. Writers go in turn: the contract asks only claim to be one immediate
+// transaction, so two enqueues at once may meet a lock a correct program is
+// allowed to give up on, and that is not what these checks are about.
+func (h *Harness) CallsInTurn(calls []Call) []*Run {
+	runs := make([]*Run, len(calls))
+	for i, c := range calls {
+		runs[i] = h.q(c.Verb, c.Now, c.Args...)
+	}
+	return runs
+}
+
 // Calls runs independent queuectl invocations at once and returns their runs
-// in order. Use it only where the order between them cannot matter.
+// in order. Use it only where the order between them cannot matter, and for
+// commands that write nothing or only claim (see CallsInTurn).
 func (h *Harness) Calls(calls []Call) []*Run {
 	cmds := make([][]string, len(calls))
 	for i, c := range calls {
@@ -436,12 +449,12 @@ func (h *Harness) ExpectRefused(rs []Refusal, known map[string]Shown) {
 		describeCalls(calls))
 }
 
-// ExpectNoWrite runs calls that must change nothing (duplicates, reads) at
-// once, returns their runs, and checks the queue file is as it was (known as
-// for ExpectRefused).
+// ExpectNoWrite runs calls that must change nothing (duplicates) in turn,
+// returns their runs, and checks the queue file is as it was (known as for
+// ExpectRefused).
 func (h *Harness) ExpectNoWrite(why string, calls []Call, known map[string]Shown) []*Run {
 	before := h.Snapshot()
-	runs := h.Calls(calls)
+	runs := h.CallsInTurn(calls)
 	h.expectUnchanged(before, known, why, describeCalls(calls))
 	return runs
 }

@@ -156,7 +156,7 @@ func enqueueBounds(h *Harness) {
 	for i, c := range cases {
 		calls[i] = c.call
 	}
-	runs := h.Calls(calls)
+	runs := h.CallsInTurn(calls)
 	for i, c := range cases {
 		h.ExpectExit("enqueue with "+c.what+" is accepted", 0, runs[i], c.why)
 		var e Enqueued

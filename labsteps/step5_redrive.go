@@ -100,7 +100,7 @@ func redriveStory(h *Harness) {
 	for _, id := range ids {
 		invs = append(invs, Call{Verb: "investigate", Now: t0 + 3, Args: []string{"--id", id, "--note=INV-" + id}})
 	}
-	runs = h.Calls(invs)
+	runs = h.CallsInTurn(invs)
 	for i, id := range ids {
 		what := fmt.Sprintf("investigate %s (%s)", id, stateReason(before[id].Job))
 		h.ExpectExit(what, 0, runs[i], "a person may look at a job in any state")
