@@ -2,8 +2,11 @@ package labsteps
 
 import (
 	"bytes"
+	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"sort"
@@ -501,4 +504,20 @@ func (h *Harness) expectUnchanged(before FileState, jobs map[string]Shown, why, 
 		obs += " (no job's fields did: a row was added somewhere, such as an audit row or a new job)"
 	}
 	h.Check("the queue file is unchanged, byte for byte", false, "the same content after: "+ran, obs, why)
+}
+
+// makeSQLite creates h.DB as a SQLite file holding what script makes: a file
+// that is SQLite but not a queue.
+func (h *Harness) makeSQLite(script string) {
+	abs, _ := filepath.Abs(h.DB)
+	db, err := sql.Open("sqlite", "file:"+(&url.URL{Path: abs}).EscapedPath()+"?mode=rwc")
+	if err == nil {
+		_, err = db.ExecContext(context.WithoutCancel(h.ctx), script)
+		if cerr := db.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err != nil {
+		h.Fatalf("the harness makes a SQLite file that is not a queue", "the file is made", "the step checks that it is refused", "%v", err)
+	}
 }

@@ -2,6 +2,8 @@ package labsteps
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 )
 
@@ -19,7 +21,8 @@ var step1 = Step{
 		"its bounds (id 64 bytes and a first letter or digit, qty 1 … 1000000, max attempts 1 … 1000, deadline window " +
 		"1 ms … one year, now ≥ 0): each refusal exits 3, prints nothing on stdout and leaves the queue file as it was; " +
 		"each accepted job is new as the contract says (pending, due now, deadline now+window, attempts 0, token 0, " +
-		"defaults 5 and 86400000).",
+		"defaults 5 and 86400000). enqueue, claim and show refuse a missing queue file (exit 4) without creating " +
+		"it, and a text file or a SQLite file of another schema version (exit 5) without changing it.",
 	Why: "A retry that fires at once takes the slot of healthy orders; one that never stops hides a " +
 		"poison order forever. Deterministic jitter spreads retries out and still lets anyone predict them.",
 	run: runStep1,
@@ -29,6 +32,7 @@ func runStep1(h *Harness) {
 	h.Parallel(
 		Part{"a: backoff and the retry decision", retryDecision},
 		Part{"b: enqueue's values at their bounds", enqueueBounds},
+		Part{"c: a missing file, and files that are not a queue", notAQueue},
 	)
 }
 
@@ -168,4 +172,48 @@ func enqueueBounds(h *Harness) {
 			"a new job is due at once and must be delivered before now + its window; no grant has happened yet, so "+
 				"token and attempts are 0 (the first claim grants token 1). "+c.why)
 	}
+}
+
+// notAQueue: only `queuectl init` creates the queue file; every other verb
+// refuses a missing file (exit 4) without creating it, and a file that is not
+// a queue (exit 5) without touching it (CONTRACT §2, §6).
+func notAQueue(h *Harness) {
+	verbs := []Call{
+		{Verb: "enqueue", Now: t0, Args: []string{"--id", "o-1", "--qty", "7"}},
+		{Verb: "claim", Now: t0, Args: []string{"--owner", "A"}},
+		{Verb: "show", Now: -1, Args: []string{"--id", "o-1"}},
+	}
+	h.UseQueue("no-such-queue.db")
+	runs := h.Calls(verbs)
+	whyMissing := "only `queuectl init` creates the queue file: a program that quietly starts an empty queue at a " +
+		"mistyped path accepts orders nobody will ever deliver"
+	for i, c := range verbs {
+		h.ExpectExit(fmt.Sprintf("`queuectl %s` on a missing queue file is refused as missing", c.Verb), 4, runs[i], whyMissing)
+		h.Equal(fmt.Sprintf("…and prints nothing on stdout (%s)", c.Verb), "", trim(runs[i].Stdout),
+			"a program reading stdout must never mistake an error for an answer (CONTRACT §3)")
+	}
+	for _, suffix := range []string{"", "-journal", "-wal"} {
+		_, err := os.Stat(h.DB + suffix)
+		h.Equal("no file "+filepath.Base(h.DB+suffix)+" was created by the refused commands", "absent", presence(err), whyMissing)
+	}
+
+	whyNot := "a file that is not a snacklab queue (not SQLite at all, or another schema version) is refused " +
+		"(exit 5) and left as it was: reading it as a queue, or \"fixing\" it, would damage someone else's data"
+	h.UseQueue("notes.txt")
+	if err := os.WriteFile(h.DB, []byte(strings.Repeat("these are not the orders you are looking for\n", 100)), 0o644); err != nil {
+		h.Fatalf("the harness writes a text file", "the file is written", whyNot, "%v", err)
+	}
+	var rs []Refusal
+	for _, c := range verbs {
+		rs = append(rs, Refusal{What: "a text file as the queue", Call: c, Code: 5, Why: whyNot})
+	}
+	h.ExpectRefused(rs, nil)
+
+	h.UseQueue("other-version.db")
+	h.makeSQLite("CREATE TABLE notes (body TEXT); INSERT INTO notes VALUES ('hello'); PRAGMA user_version = 99;")
+	rs = rs[:0]
+	for _, c := range verbs {
+		rs = append(rs, Refusal{What: "a SQLite file of schema version 99 as the queue", Call: c, Code: 5, Why: whyNot})
+	}
+	h.ExpectRefused(rs, nil)
 }
