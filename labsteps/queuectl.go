@@ -436,12 +436,23 @@ func (h *Harness) Snapshot() FileState {
 // the step's latest view of its jobs (may be nil), to say which one changed if
 // the file did.
 func (h *Harness) ExpectRefused(rs []Refusal, known map[string]Shown) {
+	h.expectRefused(rs, known, h.Calls)
+}
+
+// ExpectRefusedInTurn is ExpectRefused for refusals that must look at a job
+// first (a conflict, a redrive of a job in the wrong state): they run one after
+// the other, so that none of them waits on another's lock on a busy machine.
+func (h *Harness) ExpectRefusedInTurn(rs []Refusal, known map[string]Shown) {
+	h.expectRefused(rs, known, h.CallsInTurn)
+}
+
+func (h *Harness) expectRefused(rs []Refusal, known map[string]Shown, run func([]Call) []*Run) {
 	before := h.Snapshot()
 	calls := make([]Call, len(rs))
 	for i, r := range rs {
 		calls[i] = r.Call
 	}
-	runs := h.Calls(calls)
+	runs := run(calls)
 	for i, r := range rs {
 		h.ExpectExit(fmt.Sprintf("`queuectl %s` with %s is refused", r.Verb, r.What), r.Code, runs[i], r.Why)
 		h.Check(fmt.Sprintf("…and prints nothing on stdout (%s)", r.What), runs[i].Stdout == "",

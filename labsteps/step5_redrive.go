@@ -62,13 +62,16 @@ func redriveStory(h *Harness) {
 		rs = append(rs, Refusal{What: fmt.Sprintf("the %s job %s", c.what, c.id),
 			Call: Call{Verb: "redrive", Now: t0 + 2, Args: []string{"--id", c.id, "--note=TICKET-1"}}, Code: c.code, Why: whyRefuse})
 	}
-	for _, note := range []string{"needs a look", "TICKET-\u00fc", "TICKET\t42", "-x42", strings.Repeat("x", 65)} {
-		rs = append(rs, Refusal{What: fmt.Sprintf("r-dead and note %q", note),
-			Call: Call{Verb: "redrive", Now: t0 + 2, Args: []string{"--id", "r-dead", "--note=" + note}}, Code: 3, Why: whyNote})
-	}
 	for _, id := range ids {
 		rs = append(rs, Refusal{What: fmt.Sprintf("%s (%s) again with qty 8 instead of 7", id, stateReason(before[id].Job)),
 			Call: Call{Verb: "enqueue", Now: t0 + 2, Args: []string{"--id", id, "--qty", "8"}}, Code: 7, Why: whyConflict})
+	}
+	h.ExpectRefusedInTurn(rs, before)
+
+	rs = nil
+	for _, note := range []string{"needs a look", "TICKET-\u00fc", "TICKET\t42", "-x42", strings.Repeat("x", 65)} {
+		rs = append(rs, Refusal{What: fmt.Sprintf("r-dead and note %q", note),
+			Call: Call{Verb: "redrive", Now: t0 + 2, Args: []string{"--id", "r-dead", "--note=" + note}}, Code: 3, Why: whyNote})
 	}
 	rs = append(rs,
 		Refusal{What: "an unknown id", Call: Call{Verb: "investigate", Now: t0 + 2, Args: []string{"--id", "no-such-order", "--note=INV-1"}},
