@@ -22,7 +22,7 @@ var step1 = Step{
 		"1 ms … one year, now ≥ 0): each refusal exits 3, prints nothing on stdout and leaves the queue file as it was; " +
 		"each accepted job is new as the contract says (pending, due now, deadline now+window, attempts 0, token 0, " +
 		"defaults 5 and 86400000). enqueue, claim and show refuse a missing queue file (exit 4) without creating " +
-		"it, and a text file or a SQLite file of another schema version (exit 5) without changing it.",
+		"it, and a text file or another application's SQLite file (exit 5) without changing it.",
 	Why: "A retry that fires at once takes the slot of healthy orders; one that never stops hides a " +
 		"poison order forever. Deterministic jitter spreads retries out and still lets anyone predict them.",
 	run: runStep1,
@@ -197,7 +197,7 @@ func notAQueue(h *Harness) {
 		h.Equal("no file "+filepath.Base(h.DB+suffix)+" was created by the refused commands", "absent", presence(err), whyMissing)
 	}
 
-	whyNot := "a file that is not a snacklab queue (not SQLite at all, or another schema version) is refused " +
+	whyNot := "a file that is not a snacklab queue (not SQLite at all, or another application's SQLite file) is refused " +
 		"(exit 5) and left as it was: reading it as a queue, or \"fixing\" it, would damage someone else's data"
 	h.UseQueue("notes.txt")
 	if err := os.WriteFile(h.DB, []byte(strings.Repeat("these are not the orders you are looking for\n", 100)), 0o644); err != nil {
@@ -209,11 +209,11 @@ func notAQueue(h *Harness) {
 	}
 	h.ExpectRefused(rs, nil)
 
-	h.UseQueue("other-version.db")
+	h.UseQueue("other-app.db")
 	h.makeSQLite("CREATE TABLE notes (body TEXT); INSERT INTO notes VALUES ('hello'); PRAGMA user_version = 99;")
 	rs = rs[:0]
 	for _, c := range verbs {
-		rs = append(rs, Refusal{What: "a SQLite file of schema version 99 as the queue", Call: c, Code: 5, Why: whyNot})
+		rs = append(rs, Refusal{What: "another application's SQLite file (a table notes, no table jobs, user_version 99) as the queue", Call: c, Code: 5, Why: whyNot})
 	}
 	h.ExpectRefused(rs, nil)
 }
