@@ -20,6 +20,7 @@ type WriteLock struct {
 	h    *Harness
 	db   *sql.DB
 	conn *sql.Conn
+	f    *os.File // for Digest; closed only after the lock is released
 }
 
 // HoldWriteLock opens the queue file and runs BEGIN IMMEDIATE, taking SQLite's
@@ -42,8 +43,14 @@ func (h *Harness) HoldWriteLock() *WriteLock {
 		db.Close()
 		h.Fatalf("the harness takes the write lock (BEGIN IMMEDIATE)", "the lock", why, "%v", err)
 	}
+	f, err := os.Open(h.DB)
+	if err != nil {
+		h.Fatalf("the harness opens the queue file", "open", why, "%v", err)
+	}
 	h.Action("BEGIN IMMEDIATE: the harness holds the queue's write lock", noClock)
-	return &WriteLock{h: h, db: db, conn: conn}
+	l := &WriteLock{h: h, db: db, conn: conn, f: f}
+	h.onCleanup(l.Release)
+	return l
 }
 
 // queueDSN opens the queue file at path read-write (never creating it), with
@@ -61,6 +68,7 @@ func (l *WriteLock) Release() {
 	_, err := l.conn.ExecContext(context.Background(), "ROLLBACK")
 	l.conn.Close()
 	l.db.Close()
+	l.f.Close()
 	l.conn = nil
 	l.h.Action("ROLLBACK: write lock released", noClock)
 	if err != nil {

@@ -12,6 +12,7 @@ package systrace
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -21,6 +22,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 )
 
 // Options say what to record and what to inject.
@@ -37,6 +39,10 @@ type Options struct {
 	// StringLimit is how many bytes of each string argument are printed
 	// (strace -s); 0 means 32.
 	StringLimit int
+	// Timestamps records when each call began (strace -ttt, microseconds)
+	// in Call.Time, so a wait can be measured from what the process did
+	// (its first refused lock attempt) rather than from when a poller saw it.
+	Timestamps bool
 }
 
 // Args is the whole strace command line that runs name with args under opts:
@@ -50,6 +56,9 @@ func Args(opts Options, name string, args ...string) []string {
 	// descriptor; -q drops attach messages but keeps the "+++ exited with
 	// 0 +++" and "+++ killed by SIGKILL +++" lines Parse reads.
 	argv := []string{"strace", "-f", "-q", "-y", "-s", strconv.Itoa(s), "-o", opts.Out}
+	if opts.Timestamps {
+		argv = append(argv, "-ttt")
+	}
 	if len(opts.Trace) > 0 {
 		argv = append(argv, "-e", "trace="+strings.Join(opts.Trace, ","))
 		// Untraced calls then cost nothing, but seccomp filtering and fault
@@ -117,8 +126,11 @@ type Call struct {
 	Ret   int64
 	Errno string
 	// Unfinished means the call never returned: the process died in it,
-	// for instance killed by an injected signal as the call began.
+	// for instance killed by an injected signal as the call began, or, in
+	// a trace read while the process runs, it has not returned yet.
 	Unfinished bool
+	// Time is when the call began, with Options.Timestamps; zero otherwise.
+	Time time.Time
 }
 
 // Trace is what one traced run did.
@@ -143,6 +155,23 @@ func ParseFile(path string) (*Trace, error) {
 	return Parse(f)
 }
 
+// ParseSoFar reads a trace file that strace may still be writing: only its
+// complete lines, so it can be polled while the traced process runs (strace
+// writes each line as the call returns, or as "<unfinished ...>" when another
+// thread's call comes first).
+func ParseSoFar(path string) (*Trace, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	if i := bytes.LastIndexByte(b, '\n'); i >= 0 {
+		b = b[:i+1]
+	} else {
+		b = nil
+	}
+	return Parse(bytes.NewReader(b))
+}
+
 // Parse reads strace -f -o output: one line per call, "PID name(args) = ret",
 // with calls interrupted by another thread split into "<unfinished ...>" and
 // "<... name resumed>" halves, which Parse joins at the place the call began.
@@ -159,6 +188,10 @@ func Parse(r io.Reader) (*Trace, error) {
 			return nil, fmt.Errorf("trace line %d: no pid: %q", n, line)
 		}
 		rest = strings.TrimLeft(rest, " ")
+		var at time.Time
+		if stamp, tail, ok := strings.Cut(rest, " "); ok && isStamp(stamp) {
+			at, rest = parseStamp(stamp), strings.TrimLeft(tail, " ")
+		}
 		switch {
 		case strings.HasPrefix(rest, "+++ killed by "):
 			sig := strings.TrimSuffix(strings.TrimPrefix(rest, "+++ killed by "), " +++")
@@ -190,7 +223,7 @@ func Parse(r io.Reader) (*Trace, error) {
 		if paren <= 0 {
 			return nil, fmt.Errorf("trace line %d: not a call: %q", n, line)
 		}
-		c := Call{Seq: len(t.Calls), PID: pid, Name: rest[:paren], FD: -1}
+		c := Call{Seq: len(t.Calls), PID: pid, Name: rest[:paren], FD: -1, Time: at}
 		body := rest[paren+1:]
 		if head, ok := strings.CutSuffix(body, " <unfinished ...>"); ok {
 			c.Args, c.Unfinished = head, true
@@ -204,6 +237,29 @@ func Parse(r io.Reader) (*Trace, error) {
 		t.Calls = append(t.Calls, c)
 	}
 	return t, sc.Err()
+}
+
+// isStamp reports whether s is a -ttt timestamp: "1700000000.123456".
+func isStamp(s string) bool {
+	sec, frac, ok := strings.Cut(s, ".")
+	if !ok || sec == "" || frac == "" {
+		return false
+	}
+	for _, r := range sec + frac {
+		if r < '0' || r > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// parseStamp reads a -ttt timestamp (seconds, a dot, up to 9 digits).
+func parseStamp(s string) time.Time {
+	sec, frac, _ := strings.Cut(s, ".")
+	n, _ := strconv.ParseInt(sec, 10, 64)
+	frac = (frac + "000000000")[:9]
+	ns, _ := strconv.ParseInt(frac, 10, 64)
+	return time.Unix(n, ns)
 }
 
 // splitRet splits "args)   = ret" at the last ") = " (strace pads the
