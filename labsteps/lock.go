@@ -135,6 +135,10 @@ const (
 	quietPoll = 500 * time.Microsecond
 )
 
+// WaitBlocked judges from idleness, which a slow starter defeats (it idles
+// before it has even opened the file): the lab's own steps use
+// Traced.WaitRefused, which judges from the lock calls the process made.
+//
 // WaitBlocked polls /proc until every process in procs has been asleep, all
 // threads, with no CPU time used, for quietFor: it has done all it can and now
 // waits (here: for the write lock the harness holds). It returns false, after
