@@ -162,3 +162,25 @@ func TestTraceAndInject(t *testing.T) {
 		t.Errorf("strace ended with %v, want killed by the same signal as its tracee", st)
 	}
 }
+
+func TestFiles(t *testing.T) {
+	if err := systrace.Available(); err != nil {
+		if os.Getenv("SNACKLAB_REQUIRE_STRACE") != "" {
+			t.Fatalf("SNACKLAB_REQUIRE_STRACE is set but %v", err)
+		}
+		t.Skip(err)
+	}
+	files, err := systrace.Files()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) == 0 || filepath.Base(files[0]) != "strace" {
+		t.Fatalf("Files() = %v, want strace first", files)
+	}
+	for _, f := range files {
+		if _, err := os.Stat(f); err != nil || !filepath.IsAbs(f) {
+			t.Errorf("Files() lists %q: %v (want absolute paths of existing files)", f, err)
+		}
+	}
+	t.Logf("strace needs %d files: %v", len(files), files)
+}
