@@ -63,7 +63,9 @@ func raceExpired(h *Harness) {
 func race(h *Harness, id string, now, wantToken int64) {
 	srv := h.StartHoldServer()
 	lock := h.HoldWriteLock()
-	opts := SenderOpts{URL: srv.URL, Now: now, LeaseMs: 30000}
+	// The held answer must outlast the other claim however slow it is: a
+	// POST timeout would turn the winner's delivery into a retry.
+	opts := SenderOpts{URL: srv.URL, Now: now, LeaseMs: 30000, TimeoutMs: 3 * h.WaitLimit.Milliseconds()}
 	a := h.startTracedSender("A", opts, lockCalls)
 	b := h.startTracedSender("B", opts, lockCalls)
 	why := "once a claim asks for the write lock, whatever it reads first it has read: both reads happen before either claim can commit"
@@ -141,6 +143,9 @@ func (h *Harness) startTracedSender(name string, o SenderOpts, calls []string, e
 	}
 	if o.LeaseMs > 0 {
 		args = append(args, "--lease-ms", strconv.FormatInt(o.LeaseMs, 10))
+	}
+	if o.TimeoutMs > 0 {
+		args = append(args, "--timeout-ms", strconv.FormatInt(o.TimeoutMs, 10))
 	}
 	clock := o.Now
 	if clock < 0 {
