@@ -8,7 +8,7 @@ import (
 
 // shortBusyMs is the --busy-timeout-ms a process gets when the lock checks
 // want it to give up while the harness still holds the write lock.
-const shortBusyMs = 200
+const shortBusyMs = 100
 
 // busyFlag is the flag and value that give a process the short busy timeout.
 var busyFlag = []string{"--busy-timeout-ms", strconv.Itoa(shortBusyMs)}

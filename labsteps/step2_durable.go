@@ -16,8 +16,8 @@ var step2 = Step{
 		"it tried the lock and was refused, it must have printed nothing; after the lock is released it must exit 0, " +
 		"and its trace must show the commit on disk before the acceptance on stdout: after its last write to the " +
 		"queue file, an fsync (or fdatasync) of that file and the deletion of the rollback journal, then the first " +
-		"write to stdout. Killed with SIGKILL while it waits, it leaves nothing behind; with --busy-timeout-ms 200 it " +
-		"waits at least 200 ms from its first refused attempt, then exits 6 having written nothing. An order accepted " +
+		"write to stdout. Killed with SIGKILL while it waits, it leaves nothing behind; with --busy-timeout-ms 100 it " +
+		"waits at least 100 ms from its first refused attempt, then exits 6 having written nothing. An order accepted " +
 		"while a sender holds the file open survives that sender's SIGKILL and is read back by a fresh process; the " +
 		"same id and qty again is a duplicate that changes nothing; the same id with another qty is refused (exit 7) " +
 		"with nothing written; the file is a rollback-journal SQLite file with no -wal file.",
@@ -135,7 +135,7 @@ func enqueueGivesUp(h *Harness) {
 	before := lock.Digest()
 	enq := h.startTraced("enqueue", LaneQueuectl, "queuectl", t0, describeEnqueue, lockCalls,
 		append(h.qArgs("enqueue", t0, "--id", "o-1", "--qty", "7"), busyFlag...)...)
-	h.ExpectGivesUp("enqueue with --busy-timeout-ms 200", enq, lock, before)
+	h.ExpectGivesUp(fmt.Sprintf("enqueue with --busy-timeout-ms %d", shortBusyMs), enq, lock, before)
 	lock.Release()
 	s := h.Show("o-1")
 	h.ExpectExit("the enqueue that gave up left no order (show exits 8)", 8, s.Run,

@@ -16,7 +16,7 @@ var step7 = Step{
 		"run, so the winner cannot finish (and free the job) first. Exactly one must claim (token 1, posted once); " +
 		"the other finds nothing (exit 13). The same again for a job whose lease expires at that instant: exactly " +
 		"one gets token 2. Then every writing verb — queuectl claim, finish, redrive, investigate, and the sender's " +
-		"finish — meets the held lock twice: with --busy-timeout-ms 200 it must wait at least 200 ms after its first " +
+		"finish — meets the held lock twice: with --busy-timeout-ms 100 it must wait at least 100 ms after its first " +
 		"refused attempt and exit 6 having written nothing; with the default timeout it must succeed once the lock " +
 		"is released (released only after its trace shows it tried).",
 	Why: "A check-then-act claim (read the due job, then update it unconditionally), a compare-and-set on the state " +
@@ -155,15 +155,17 @@ func (h *Harness) startTracedSender(name string, o SenderOpts, calls []string, e
 }
 
 // verbMeetsLock runs `queuectl VERB args…` twice against the held write lock:
-// with --busy-timeout-ms 200 it must give up after waiting, writing nothing;
+// with --busy-timeout-ms shortBusyMs it must give up after waiting, writing nothing;
 // with the default busy timeout it must succeed once the lock is released.
 func verbMeetsLock(h *Harness, verb string, now int64, args ...string) {
 	lock := h.HoldWriteLock()
 	before := lock.Digest()
-	p := h.startTraced(verb, LaneQueuectl, "queuectl", now, nil, lockCalls, append(h.qArgs(verb, now, args...), busyFlag...)...)
-	h.ExpectGivesUp(verb+" with --busy-timeout-ms 200", p, lock, before)
-	p = h.startTraced(verb, LaneQueuectl, "queuectl", now, nil, lockCalls, h.qArgs(verb, now, args...)...)
-	h.ExpectWaitsThenSucceeds(verb+" with the default busy timeout", lock, p)
+	// Both start at once: neither can write while the lock is held, so the
+	// one that gives up finds the file as it was, and the other still waits.
+	short := h.startTraced(verb, LaneQueuectl, "queuectl", now, nil, lockCalls, append(h.qArgs(verb, now, args...), busyFlag...)...)
+	long := h.startTraced(verb, LaneQueuectl, "queuectl", now, nil, lockCalls, h.qArgs(verb, now, args...)...)
+	h.ExpectGivesUp(fmt.Sprintf("%s with --busy-timeout-ms %d", verb, shortBusyMs), short, lock, before)
+	h.ExpectWaitsThenSucceeds(verb+" with the default busy timeout", lock, long)
 }
 
 func claimWaits(h *Harness) {
@@ -235,7 +237,7 @@ func senderFinishGivesUp(h *Harness) {
 	lock := h.HoldWriteLock()
 	before := lock.Digest()
 	srv.Release() // A gets 200 {"ack":true} and finishes ok: that needs the lock
-	h.ExpectGivesUp("A's finish with --busy-timeout-ms 200", a, lock, before)
+	h.ExpectGivesUp(fmt.Sprintf("A's finish with --busy-timeout-ms %d", shortBusyMs), a, lock, before)
 	lock.Release()
 	j := h.MustShow("o-1").Job
 	h.Equal("o-1 is still leased to A with token 1 (the finish wrote nothing)", "leased A 1",
