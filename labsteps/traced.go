@@ -114,16 +114,22 @@ func (t *Traced) Trace() *systrace.Trace {
 	return tr
 }
 
-// tracePoll is how often a wait re-reads the trace.
-const tracePoll = 2 * time.Millisecond
+// A wait re-reads the trace after tracePoll, doubling the interval up to
+// tracePollMax: quick when the process is quick, cheap when it is slow to
+// start (the whole trace is parsed each time).
+const (
+	tracePoll    = time.Millisecond
+	tracePollMax = 16 * time.Millisecond
+)
 
 // WaitTrace polls the trace until cond holds and returns it with true; once
 // the process has ended (its trace is then complete), or after WaitLimit,
 // it returns the last trace with cond's answer on it.
 func (t *Traced) WaitTrace(cond func(*systrace.Trace) bool) (*systrace.Trace, bool) {
 	deadline := time.Now().Add(t.h.WaitLimit)
-	tick := time.NewTicker(tracePoll)
-	defer tick.Stop()
+	poll := tracePoll
+	timer := time.NewTimer(poll)
+	defer timer.Stop()
 	for {
 		ex, _, _ := t.Exited()
 		if ex {
@@ -137,7 +143,9 @@ func (t *Traced) WaitTrace(cond func(*systrace.Trace) bool) (*systrace.Trace, bo
 			return tr, false
 		}
 		select {
-		case <-tick.C:
+		case <-timer.C:
+			poll = min(2*poll, tracePollMax)
+			timer.Reset(poll)
 		case <-t.done:
 		case <-t.h.ctx.Done():
 			return tr, false
