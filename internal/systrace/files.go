@@ -16,7 +16,7 @@ import (
 // listed alone. The libraries are found by the loader itself
 // (`ld.so --list`), so the answer is what this machine's strace really loads.
 func Files() ([]string, error) {
-	path, err := exec.LookPath("strace")
+	path, err := exec.LookPath(stracePath())
 	if err != nil {
 		return nil, fmt.Errorf("strace not found: install the Debian package strace: %w", err)
 	}

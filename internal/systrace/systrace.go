@@ -55,7 +55,7 @@ func Args(opts Options, name string, args ...string) []string {
 	// -f follows every thread and child; -y prints the file behind each
 	// descriptor; -q drops attach messages but keeps the "+++ exited with
 	// 0 +++" and "+++ killed by SIGKILL +++" lines Parse reads.
-	argv := []string{"strace", "-f", "-q", "-y", "-s", strconv.Itoa(s), "-o", opts.Out}
+	argv := []string{stracePath(), "-f", "-q", "-y", "-s", strconv.Itoa(s), "-o", opts.Out}
 	if opts.Timestamps {
 		argv = append(argv, "-ttt")
 	}
@@ -81,6 +81,20 @@ func Command(ctx context.Context, opts Options, name string, args ...string) *ex
 	return exec.CommandContext(ctx, argv[0], argv[1:]...)
 }
 
+// stracePath is strace found on PATH, else at its usual place (a container
+// may run the lab with no PATH at all), else just "strace".
+func stracePath() string {
+	if p, err := exec.LookPath("strace"); err == nil {
+		return p
+	}
+	for _, p := range []string{"/usr/bin/strace", "/bin/strace", "/usr/local/bin/strace"} {
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() {
+			return p
+		}
+	}
+	return "strace"
+}
+
 var (
 	availOnce sync.Once
 	availErr  error
@@ -90,7 +104,7 @@ var (
 // (ptrace can be forbidden, e.g. in a container without CAP_SYS_PTRACE).
 func Available() error {
 	availOnce.Do(func() {
-		path, err := exec.LookPath("strace")
+		path, err := exec.LookPath(stracePath())
 		if err != nil {
 			availErr = fmt.Errorf("strace not found: install the Debian package strace: %w", err)
 			return
