@@ -116,7 +116,9 @@ func Available() error {
 		}
 		f.Close()
 		defer os.Remove(f.Name())
-		argv := Args(Options{Out: f.Name(), Trace: []string{"exit_group"}}, "true")
+		// The traced program is strace itself (-V): it is there even in an
+		// image with nothing else (FROM scratch), where "true" is not.
+		argv := Args(Options{Out: f.Name(), Trace: []string{"exit_group"}}, path, "-V")
 		if out, err := exec.Command(path, argv[1:]...).CombinedOutput(); err != nil {
 			availErr = fmt.Errorf("strace cannot trace here (ptrace not allowed?): %v: %s", err, strings.TrimSpace(string(out)))
 		}
