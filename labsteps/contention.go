@@ -29,10 +29,13 @@ func (h *Harness) ExpectGivesUp(what string, p *Traced, lock *WriteLock, before 
 	tr := p.Trace()
 	end, ok := exitCall(tr)
 	waited := end.Time.Sub(first.Time)
+	obs := fmt.Sprintf("%.1f ms (trace %s)", ms(waited), p.TraceFile)
+	if !ok {
+		obs = "no exit_group in the trace " + p.TraceFile
+	}
 	h.Check(fmt.Sprintf("%s: waited at least its busy timeout (%d ms) after its first refused lock attempt", what, shortBusyMs),
 		ok && waited >= shortBusyMs*time.Millisecond,
-		fmt.Sprintf("≥ %d ms from the refused attempt to exit_group", shortBusyMs),
-		fmt.Sprintf("%.1f ms (trace %s)", ms(waited), p.TraceFile),
+		fmt.Sprintf("≥ %d ms from the refused attempt to exit_group", shortBusyMs), obs,
 		"--busy-timeout-ms is how long a process waits for another's lock before giving up; one that gives up sooner fails under any contention")
 	h.Equal(what+": nothing written (the queue file's bytes unchanged, no journal left)", before, lock.Digest(),
 		"a process that could not get the lock must leave the queue exactly as it was: no job changed, no audit row")
