@@ -1,6 +1,7 @@
 package labsteps
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -18,24 +19,59 @@ type Check struct {
 	Why      string        `json:"why"`
 	OK       bool          `json:"ok"`
 	At       time.Duration `json:"at_ns"`
+	// TimedOut says the check failed because a wait ran out (the process
+	// was still running, its output still open, or the step's time limit
+	// was reached), not because the implementation answered wrongly: on a
+	// busy machine, a reason to re-run rather than a wrong answer.
+	TimedOut bool `json:"timed_out,omitempty"`
 }
 
 // stepFailed is the panic that ends a step at its first failed check.
 type stepFailed struct{}
 
-// Check records a judgement and ends the step if it failed.
+// Check records a judgement and ends the step if it failed. A check that
+// fails once the step's time limit has been reached counts as timed out: its
+// processes may have been killed by the limit rather than gone wrong.
 func (h *Harness) Check(what string, ok bool, expected, observed, why string) {
-	c := Check{What: what, Expected: expected, Observed: observed, Why: why, OK: ok, At: h.since()}
+	h.record(Check{What: what, Expected: expected, Observed: observed, Why: why, OK: ok})
+}
+
+// Timeout ends the step with a failure that is a wait running out, not a
+// wrong answer: what the step waited for, what it saw when the wait ended,
+// and why it waited. The message adds the limits and their calibration.
+func (h *Harness) Timeout(what, expected, observed, why string) {
+	h.record(Check{What: what, Expected: expected, Observed: observed, Why: why, TimedOut: true})
+}
+
+// record keeps c and, when it failed, ends the step.
+func (h *Harness) record(c Check) {
+	c.At = h.since()
+	if !c.OK && !c.TimedOut && h.stepTimeUp() {
+		c.TimedOut = true
+		c.Observed += fmt.Sprintf(" (the step's time limit of %v had been reached)", h.Limits.Step)
+	}
+	if c.TimedOut {
+		c.Observed += "; timed out — " + h.Limits.String()
+	}
 	h.mu.Lock()
 	h.checks = append(h.checks, c)
 	h.mu.Unlock()
-	if ok {
-		h.Narrate("✓ %s: %s", what, observed)
+	if c.OK {
+		h.Narrate("✓ %s: %s", c.What, c.Observed)
 		return
 	}
-	h.Narrate("✗ %s\n      expected: %s\n      observed: %s\n      why: %s", what, expected, observed, why)
-	h.Event(LaneHarness, "check", "✗ "+what, noClock, true)
+	mark := "✗"
+	if c.TimedOut {
+		mark = "✗ TIMEOUT:"
+	}
+	h.Narrate("%s %s\n      expected: %s\n      observed: %s\n      why: %s", mark, c.What, c.Expected, c.Observed, c.Why)
+	h.Event(LaneHarness, "check", mark+" "+c.What, noClock, true)
 	panic(stepFailed{})
+}
+
+// stepTimeUp reports whether the step's time limit has been reached.
+func (h *Harness) stepTimeUp() bool {
+	return errors.Is(h.ctx.Err(), context.DeadlineExceeded)
 }
 
 // Equal checks that got is want, comparing their printed forms (so 7 and

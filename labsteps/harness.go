@@ -20,8 +20,11 @@ type Harness struct {
 	DB     string // the queue file queuectl verbs use (Dir/queue.db unless changed)
 	began  time.Time
 
-	// WaitLimit bounds every single wait for a line, an exit or a state.
+	// WaitLimit bounds every single wait for a line, an exit or a state
+	// (Limits.Wait unless a step changes it).
 	WaitLimit time.Duration
+	// Limits are this step's waits, derived from the run's calibration.
+	Limits Limits
 
 	closing atomic.Bool  // the step is over: cleanup's kills stay off the timeline
 	commits atomic.Int64 // commits the step's processes made (counted from what they printed)
@@ -41,8 +44,14 @@ type Harness struct {
 }
 
 func newHarness(ctx context.Context, dir, bin string) *Harness {
+	l := DeriveLimits(Calibration{}, 0, 0)
 	return &Harness{ctx: ctx, Dir: dir, LogDir: filepath.Join(dir, "logs"), Bin: bin,
-		DB: filepath.Join(dir, "queue.db"), began: time.Now(), WaitLimit: 10 * time.Second}
+		DB: filepath.Join(dir, "queue.db"), began: time.Now(), WaitLimit: l.Wait, Limits: l}
+}
+
+// setLimits makes l the step's limits.
+func (h *Harness) setLimits(l Limits) {
+	h.Limits, h.WaitLimit = l, l.Wait
 }
 
 // top is the step's own harness, above any parts.
@@ -69,7 +78,7 @@ func (h *Harness) Parallel(parts ...Part) {
 	var wg sync.WaitGroup
 	for i, p := range parts {
 		sub := &Harness{ctx: h.ctx, Dir: h.Dir, LogDir: h.LogDir, Bin: h.Bin, DB: h.DB,
-			began: h.began, WaitLimit: h.WaitLimit, parent: h}
+			began: h.began, WaitLimit: h.WaitLimit, Limits: h.Limits, parent: h}
 		subs[i] = sub
 		wg.Add(1)
 		go func() {
@@ -142,6 +151,6 @@ func (h *Harness) cleanup() {
 		p.killGroup()
 	}
 	for _, p := range procs {
-		p.waitDone(5 * time.Second)
+		p.waitDone(h.Limits.Drain)
 	}
 }

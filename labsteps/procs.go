@@ -97,8 +97,14 @@ func (h *Harness) start(name, lane, prog string, clock int64, describe func(Line
 		h.Fatalf("start "+name, "the process starts", "nothing can be checked without it", "%s: %v", cmdline(prog, args), err)
 	}
 	h.keepLog(p.Logs, func() ([]byte, []byte) {
-		p.waitDone(5 * time.Second)
 		var out bytes.Buffer
+		if !p.waitDone(h.Limits.Drain) {
+			// os/exec may still be writing stderr: leave it out.
+			for _, l := range p.Lines() {
+				out.WriteString(l.Text + "\n")
+			}
+			return out.Bytes(), []byte(fmt.Sprintf("lab: output still open %v after the step; stderr not collected\n", h.Limits.Drain))
+		}
 		for _, l := range p.Lines() {
 			out.WriteString(l.Text + "\n")
 		}
@@ -186,9 +192,22 @@ func (p *Proc) Exited() (exited bool, code int, signal string) {
 	return p.exited, p.code, p.signal
 }
 
+// waitEnd says how a wait ended.
+type waitEnd int
+
+const (
+	condHeld   waitEnd = iota // what was waited for happened
+	procExited                // the process ended without it: an answer
+	limitHit                  // WaitLimit ran out while the process still ran
+	stepEnded                 // the step's time limit (or the run) ended it
+)
+
 // wait blocks until cond holds (evaluated under the lock on every change),
 // the process exits, or the wait limit passes. It reports whether cond held.
-func (p *Proc) wait(cond func() bool) bool {
+func (p *Proc) wait(cond func() bool) bool { return p.waitFor(cond) == condHeld }
+
+// waitFor is wait, saying why it ended.
+func (p *Proc) waitFor(cond func() bool) waitEnd {
 	timer := time.NewTimer(p.h.WaitLimit)
 	defer timer.Stop()
 	for {
@@ -196,17 +215,17 @@ func (p *Proc) wait(cond func() bool) bool {
 		ok, exited, ch := cond(), p.exited, p.notify
 		p.mu.Unlock()
 		if ok {
-			return true
+			return condHeld
 		}
 		if exited {
-			return false
+			return procExited
 		}
 		select {
 		case <-ch:
 		case <-timer.C:
-			return false
+			return limitHit
 		case <-p.h.ctx.Done():
-			return false
+			return stepEnded
 		}
 	}
 }
@@ -215,7 +234,7 @@ func (p *Proc) wait(cond func() bool) bool {
 // step fails with what the process printed and how it ended.
 func (p *Proc) WaitLine(what string, match func(Line) bool, why string) Line {
 	var found Line
-	ok := p.wait(func() bool {
+	end := p.waitFor(func() bool {
 		for _, l := range p.lines {
 			if match(l) {
 				found = l
@@ -224,8 +243,11 @@ func (p *Proc) WaitLine(what string, match func(Line) bool, why string) Line {
 		}
 		return false
 	})
-	if !ok {
+	switch end {
+	case procExited:
 		p.h.Check(what, false, "a line that shows it", p.observed(), why)
+	case limitHit, stepEnded:
+		p.h.Timeout(what, "a line that shows it within "+p.h.WaitLimit.String(), p.observed(), why)
 	}
 	return found
 }
@@ -293,7 +315,7 @@ func firstLine(s string) string {
 // Wait waits for the process to end and returns its exit code and signal.
 func (p *Proc) Wait(why string) (code int, signal string) {
 	if !p.wait(func() bool { return p.exited }) {
-		p.h.Check(p.Name+" exits", false, "the process ends", p.observed(), why)
+		p.h.Timeout(p.Name+" exits", "the process ends within "+p.h.WaitLimit.String(), p.observed(), why)
 	}
 	_, code, signal = p.Exited()
 	return code, signal
@@ -311,7 +333,12 @@ func (p *Proc) Kill() {
 		p.cmd.Process.Signal(syscall.SIGKILL)
 	}
 	p.killGroup()
-	p.waitDone(5 * time.Second)
+	if !p.waitDone(p.h.Limits.Drain) {
+		// Its lines are judged next: they must be all of them.
+		p.h.Timeout("the output of "+p.Name+" is read to its end after kill -9", "stdout closed, exit recorded",
+			fmt.Sprintf("still open %v after the kill (a process it started outside its group holds it, or the machine is very busy)", p.h.Limits.Drain),
+			"the lab never judges output that may have been cut")
+	}
 }
 
 // killGroup kills what the process left behind in its group (it may have

@@ -17,10 +17,7 @@ import (
 
 // Summary is the one-line verdict of a result, for reports.
 func (r Result) Summary() string {
-	verdict := "PASS"
-	if !r.Pass {
-		verdict = "FAIL"
-	}
+	verdict := r.Verdict()
 	return fmt.Sprintf("%s  %d %-9s %6.2fs  %s", verdict, r.Step.Num, r.Step.Slug, r.Took.Seconds(), r.Step.Title)
 }
 
@@ -89,6 +86,9 @@ func WriteGradescope(w io.Writer, results []Result, took time.Duration) error {
 		out.Tests = append(out.Tests, t)
 	}
 	out.Output = fmt.Sprintf("%d of %d lab steps passed.", passed, len(results))
+	if n := countTimedOut(results); n > 0 {
+		out.Output += fmt.Sprintf(" %d timed out (TIMEOUT: a wait ran out, not a wrong answer; re-run on a quieter machine).", n)
+	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(out)
@@ -105,7 +105,11 @@ func WriteJUnit(w io.Writer, results []Result, took time.Duration) error {
 			if c := r.Failed(); c != nil {
 				msg = c.What
 			}
-			tc.Failure = &JUnitFailure{Message: msg, Type: "LabStepFailed", Text: r.Detail()}
+			typ := "LabStepFailed"
+			if r.TimedOut {
+				typ, msg = "LabStepTimedOut", "timed out: "+msg
+			}
+			tc.Failure = &JUnitFailure{Message: msg, Type: typ, Text: r.Detail()}
 		}
 		s.Cases = append(s.Cases, tc)
 	}

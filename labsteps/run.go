@@ -1,7 +1,7 @@
 package labsteps
 
 import (
-	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -22,6 +22,10 @@ type Run struct {
 	Stderr string
 	Logs   string // log path without the .stdout/.stderr suffix
 	Took   time.Duration
+	// Cut says its stdout or stderr was still open Limits.Drain after it
+	// ended (something it left behind held them): Stdout and Stderr may be
+	// incomplete, and exec fails the step as timed out instead of judging them.
+	Cut bool
 }
 
 // Cmdline is the command as a person would type it.
@@ -61,11 +65,18 @@ func (h *Harness) exec(prog string, args ...string) *Run {
 	return r
 }
 
-// checkTime fails the step if its time ran out while r ran.
+// checkTime fails the step, as timed out, if its time ran out while r ran or
+// r's output could not be read to its end: what r printed cannot be judged.
 func (h *Harness) checkTime(r *Run) {
 	if h.ctx.Err() != nil {
-		h.Fatalf("the step finishes within its time limit", "done before the limit", "a step that hangs would hang every grading run",
-			"time limit reached while running %s", r.Cmdline())
+		h.Timeout("the step finishes within its time limit", "done before the limit",
+			"time limit reached while running "+r.Cmdline(), "a step that hangs would hang every grading run")
+	}
+	if r.Cut {
+		h.Timeout("read the whole output of "+r.Cmdline(), "stdout and stderr end when the process ends",
+			fmt.Sprintf("%s, but its output was not read to its end %v later (a process it left outside its group holds it, or the machine is very busy); what was read: %s",
+				r.Exit(), h.Limits.Drain, trim(strings.TrimSpace(r.Stdout+" "+r.Stderr))),
+			"the lab never judges output that may have been cut")
 	}
 }
 
@@ -98,12 +109,31 @@ func (h *Harness) execRaw(prog string, args ...string) *Run {
 	r := &Run{Prog: prog, Args: args, Code: -1, Logs: h.logName(what)}
 	cmd := exec.CommandContext(h.ctx, filepath.Join(h.Bin, prog), args...)
 	cmd.Dir = h.Dir
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	cmd.WaitDelay = time.Second
+	// Its own process group, so that the step's time limit, or output held
+	// open after the end, kills whatever it left behind too.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	o, err := collect(cmd)
+	if err != nil {
+		r.Stderr = "lab: could not start: " + err.Error() + "\n"
+		h.Narrate("$ %s → could not start: %v", r.Cmdline(), err)
+		return r
+	}
 	t0 := time.Now()
-	err := cmd.Run()
+	err = cmd.Start()
+	o.started()
+	if err == nil {
+		err = cmd.Wait()
+	}
 	r.Took = time.Since(t0)
+	if cmd.Process != nil {
+		// What it left behind in its group goes too: everything the
+		// process itself wrote is in the pipes already, and a leftover
+		// must not keep them open.
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	}
+	r.Cut = !o.drain(h.Limits.Drain)
+	out, errb := &o.stdout, &o.stderr
 	r.Stdout, r.Stderr = out.String(), errb.String()
 	if cmd.ProcessState != nil {
 		r.Code, r.Signal = exitStatus(cmd.ProcessState)
