@@ -40,8 +40,12 @@ func (c Calibration) Unit() time.Duration { return max(c.Start, c.Listen) }
 
 // String is the calibration in one line, for the console and reports.
 func (c Calibration) String() string {
-	s := fmt.Sprintf("queuectl starts and answers in %.1fms, the receiver listens after %.1fms (medians of %d); load %.2f per core on %d cores",
-		ms(c.Start), ms(c.Listen), c.Samples, c.Load, c.Cores)
+	listen := "the receiver was not timed"
+	if c.Listen > 0 {
+		listen = fmt.Sprintf("the receiver listens after %.1fms", ms(c.Listen))
+	}
+	s := fmt.Sprintf("queuectl starts and answers in %.1fms, %s (medians of %d); load %.2f per core on %d cores",
+		ms(c.Start), listen, c.Samples, c.Load, c.Cores)
 	if c.Note != "" {
 		s += " (" + c.Note + ")"
 	}
@@ -98,14 +102,15 @@ func DeriveLimits(c Calibration, load float64, stepTimeout time.Duration) Limits
 	return l
 }
 
-// String says the limits and where they come from, for a timed-out check.
+// String says the limits and where they come from, briefly, for a
+// timed-out check.
 func (l Limits) String() string {
 	how := "derived"
 	if l.Fixed {
 		how = "given by --timeout"
 	}
-	return fmt.Sprintf("waits %v, step limit %v (%s), from: %s; floors scaled ×%.1f for load",
-		l.Wait, l.Step, how, l.From, l.Scale)
+	return fmt.Sprintf("each wait %v, step limit %v (%s); calibrated: queuectl %.1fms, receiver %.1fms, load %.2f per core (floors ×%.1f)",
+		l.Wait, l.Step, how, ms(l.From.Start), ms(l.From.Listen), l.From.Load, l.Scale)
 }
 
 // LoadPerCore is the 1-minute load average divided by the cores (0 when

@@ -234,6 +234,7 @@ func (p *Proc) waitFor(cond func() bool) waitEnd {
 // step fails with what the process printed and how it ended.
 func (p *Proc) WaitLine(what string, match func(Line) bool, why string) Line {
 	var found Line
+	t0 := time.Now()
 	end := p.waitFor(func() bool {
 		for _, l := range p.lines {
 			if match(l) {
@@ -247,7 +248,7 @@ func (p *Proc) WaitLine(what string, match func(Line) bool, why string) Line {
 	case procExited:
 		p.h.Check(what, false, "a line that shows it", p.observed(), why)
 	case limitHit, stepEnded:
-		p.h.Timeout(what, "a line that shows it within "+p.h.WaitLimit.String(), p.observed(), why)
+		p.h.Timeout(what, "a line that shows it within "+p.h.WaitLimit.String(), p.observedAfter(time.Since(t0)), why)
 	}
 	return found
 }
@@ -259,7 +260,10 @@ func (p *Proc) WaitEvent(kind, why string) Line {
 }
 
 // observed summarises the process for a failure message.
-func (p *Proc) observed() string {
+func (p *Proc) observed() string { return p.observedAfter(p.h.WaitLimit) }
+
+// observedAfter is observed after a wait of waited.
+func (p *Proc) observedAfter(waited time.Duration) string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	var b strings.Builder
@@ -277,7 +281,7 @@ func (p *Proc) observed() string {
 	if p.exited {
 		b.WriteString("; then " + exitText(p.code, p.signal))
 	} else {
-		b.WriteString("; still running after " + p.h.WaitLimit.String())
+		b.WriteString("; still running after " + waited.Round(time.Millisecond).String())
 	}
 	b.WriteString(p.stderrHint())
 	return b.String()
@@ -314,8 +318,9 @@ func firstLine(s string) string {
 
 // Wait waits for the process to end and returns its exit code and signal.
 func (p *Proc) Wait(why string) (code int, signal string) {
+	t0 := time.Now()
 	if !p.wait(func() bool { return p.exited }) {
-		p.h.Timeout(p.Name+" exits", "the process ends within "+p.h.WaitLimit.String(), p.observed(), why)
+		p.h.Timeout(p.Name+" exits", "the process ends within "+p.h.WaitLimit.String(), p.observedAfter(time.Since(t0)), why)
 	}
 	_, code, signal = p.Exited()
 	return code, signal
