@@ -1,6 +1,7 @@
 package labsteps_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -121,8 +122,26 @@ func TestTimeoutIsNotAWrongAnswer(t *testing.T) {
 			if !strings.Contains(r.Detail(), tc.says) {
 				t.Errorf("the failure does not say %q:\n%s", tc.says, r.Detail())
 			}
-			if tc.want == "TIMEOUT" && !strings.Contains(r.Detail(), "timed out") {
+			if tc.want != "TIMEOUT" {
+				return
+			}
+			if !strings.Contains(r.Detail(), "timed out") {
 				t.Errorf("a timed-out step's detail does not say so:\n%s", r.Detail())
+			}
+			var gs, ju bytes.Buffer
+			if err := labsteps.WriteGradescope(&gs, []labsteps.Result{r}, time.Second); err != nil {
+				t.Fatal(err)
+			}
+			if err := labsteps.WriteJUnit(&ju, []labsteps.Result{r}, time.Second); err != nil {
+				t.Fatal(err)
+			}
+			for _, want := range []string{`"output": "TIMEOUT  ` + tc.step, "1 timed out", "Limits: each wait"} {
+				if !strings.Contains(gs.String(), want) {
+					t.Errorf("results.json lacks %q:\n%s", want, gs.String())
+				}
+			}
+			if !strings.Contains(ju.String(), `type="LabStepTimedOut"`) {
+				t.Errorf("the JUnit failure is not typed LabStepTimedOut:\n%s", ju.String())
 			}
 		})
 	}

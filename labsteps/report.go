@@ -89,6 +89,9 @@ func WriteGradescope(w io.Writer, results []Result, took time.Duration) error {
 	if n := countTimedOut(results); n > 0 {
 		out.Output += fmt.Sprintf(" %d timed out (TIMEOUT: a wait ran out, not a wrong answer; re-run on a quieter machine).", n)
 	}
+	if len(results) > 0 && results[0].Limits.Wait > 0 {
+		out.Output += "\nLimits: " + results[0].Limits.String() + "."
+	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(out)
