@@ -420,6 +420,7 @@ table.steps{border-collapse:collapse;width:100%;margin:1rem 0}
 table.steps td,table.steps th{padding:.45rem .6rem;border-bottom:1px solid #ddd;vertical-align:top;text-align:left}
 .PASS{color:#fff;background:#2e7d32;border-radius:4px;padding:.1rem .45rem;font-weight:bold}
 .FAIL{color:#fff;background:#c62828;border-radius:4px;padding:.1rem .45rem;font-weight:bold}
+.TIMEOUT{color:#fff;background:#b35c00;border-radius:4px;padding:.1rem .45rem;font-weight:bold}
 .why{color:#555;font-size:.9em}
 .fail{background:#fff3f3;border-left:4px solid #c62828;padding:.5rem .8rem;margin:.4rem 0;white-space:pre-wrap;font-family:ui-monospace,Menlo,Consolas,monospace;font-size:.85em}
 section.step{margin:2rem 0} .tl{overflow-x:auto;border:1px solid #ddd;border-radius:6px;margin:.5rem 0 1.2rem}
@@ -431,7 +432,7 @@ details pre{white-space:pre-wrap;font-size:.8em;background:#fafafa;padding:.6rem
 <table class="steps" id="steps">
 <tr><th></th><th>step</th><th>what it checks · why it matters</th><th>time</th></tr>
 {{range .Results}}<tr id="step-{{.Step.Num}}">
-<td>{{if .Pass}}<span class="PASS">PASS</span>{{else}}<span class="FAIL">FAIL</span>{{end}}</td>
+<td><span class="{{.Verdict}}">{{.Verdict}}</span></td>
 <td><b>{{.Step.Num}}</b>&nbsp;{{.Step.Slug}}</td>
 <td><b>{{.Step.Title}}</b><br>{{code .Step.Checks}}<br><span class="why">Why: {{code .Step.Why}}</span>
 {{if not .Pass}}<div class="fail">{{.Detail}}</div>{{end}}</td>
