@@ -3,6 +3,7 @@ package labsteps
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -40,12 +41,14 @@ func (c Calibration) Unit() time.Duration { return max(c.Start, c.Listen) }
 
 // String is the calibration in one line, for the console and reports.
 func (c Calibration) String() string {
-	listen := "the receiver was not timed"
+	start, listen := "queuectl was not timed", "the receiver was not timed"
+	if c.Start > 0 {
+		start = fmt.Sprintf("queuectl starts and answers in %.1fms", ms(c.Start))
+	}
 	if c.Listen > 0 {
 		listen = fmt.Sprintf("the receiver listens after %.1fms", ms(c.Listen))
 	}
-	s := fmt.Sprintf("queuectl starts and answers in %.1fms, %s (medians of %d); load %.2f per core on %d cores",
-		ms(c.Start), listen, c.Samples, c.Load, c.Cores)
+	s := fmt.Sprintf("%s, %s (medians of %d); load %.2f per core on %d cores", start, listen, c.Samples, c.Load, c.Cores)
 	if c.Note != "" {
 		s += " (" + c.Note + ")"
 	}
@@ -136,10 +139,11 @@ const calibrationSamples = 3
 
 // Calibrate measures the implementation in bin now: the median time of
 // `queuectl backoff` and of the receiver's `listening on` handshake, one
-// process at a time. It fails only when a program cannot be started at all;
-// an implementation that answers wrongly or never announces itself is still
-// timed (the steps will say what is wrong with it), and the note says what
-// could not be measured.
+// process at a time. Each probe is bounded (5 s scaled by the load): an
+// implementation that hangs or never announces itself is not timed, the
+// limits fall back to their floors, and the note says what could not be
+// measured (the steps will say what is wrong with it). It fails only when a
+// program cannot be started at all, or ctx ends.
 func Calibrate(ctx context.Context, bin, workRoot string) (c Calibration, err error) {
 	t0 := time.Now()
 	c = Calibration{Samples: calibrationSamples, Cores: runtime.NumCPU(), Load: LoadPerCore()}
@@ -149,27 +153,41 @@ func Calibrate(ctx context.Context, bin, workRoot string) (c Calibration, err er
 		return c, err
 	}
 	defer os.RemoveAll(dir)
+	probe := time.Duration(float64(minDrain) * min(max(1, c.Load), maxLoadScale))
+	var notes []string
+	defer func() { c.Note = strings.Join(notes, "; ") }()
 
 	var starts []time.Duration
 	for range calibrationSamples {
-		cmd := exec.CommandContext(ctx, filepath.Join(bin, "queuectl"), "backoff", "--id", "o-1", "--attempt", "1")
-		cmd.Dir = dir // stdout and stderr are /dev/null: nothing to copy, nothing to wait for
-		t := time.Now()
-		if err := cmd.Run(); err != nil && cmd.ProcessState == nil {
+		d, err := timeRun(ctx, dir, probe, filepath.Join(bin, "queuectl"), "backoff", "--id", "o-1", "--attempt", "1")
+		if ctx.Err() != nil {
+			return c, ctx.Err()
+		}
+		if errors.Is(err, errProbeLimit) {
+			notes = append(notes, fmt.Sprintf("queuectl backoff did not end within %v: not timed", probe))
+			starts = nil
+			break
+		}
+		if err != nil {
 			return c, fmt.Errorf("calibrate: queuectl backoff: %w", err)
 		}
-		starts = append(starts, time.Since(t))
+		starts = append(starts, d)
 	}
-	c.Start = medianDur(starts)
+	if len(starts) > 0 {
+		c.Start = medianDur(starts)
+	}
 
 	// A receiver that has not announced itself by then is not waited for
 	// again: its time is unknown, and the steps will say why.
-	bound := max(minDrain, drainStarts*c.Start)
+	bound := max(probe, drainStarts*c.Start)
 	var listens []time.Duration
 	for i := range calibrationSamples {
 		d, err := timeListen(ctx, filepath.Join(bin, "receiver"), filepath.Join(dir, "receiver-"+strconv.Itoa(i)+".db"), bound)
+		if ctx.Err() != nil {
+			return c, ctx.Err()
+		}
 		if err != nil {
-			c.Note = err.Error()
+			notes = append(notes, err.Error())
 			break
 		}
 		listens = append(listens, d)
@@ -177,7 +195,54 @@ func Calibrate(ctx context.Context, bin, workRoot string) (c Calibration, err er
 	if len(listens) > 0 {
 		c.Listen = medianDur(listens)
 	}
-	return c, ctx.Err()
+	return c, nil
+}
+
+// Calibrate measures cfg.Bin for a run of cfg, within its step time limit
+// when one is given, and folds a failure into the note: the steps then run
+// with the floors and say themselves what is wrong.
+func (cfg Config) Calibrate(ctx context.Context) Calibration {
+	if cfg.StepTimeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, cfg.StepTimeout)
+		defer cancel()
+	}
+	bin, err := filepath.Abs(cfg.Bin)
+	if err != nil {
+		return Calibration{Note: err.Error()}
+	}
+	c, err := Calibrate(ctx, bin, cfg.WorkRoot)
+	if err != nil {
+		c.Note = strings.TrimPrefix(c.Note+"; calibration stopped: "+err.Error(), "; ")
+	}
+	return c
+}
+
+// errProbeLimit is a calibration probe that did not end within its bound.
+var errProbeLimit = errors.New("probe limit reached")
+
+// timeRun times one run of path with args, its output discarded, killing it
+// and anything it started at limit.
+func timeRun(ctx context.Context, dir string, limit time.Duration, path string, args ...string) (time.Duration, error) {
+	pctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	cmd := exec.CommandContext(pctx, path, args...)
+	cmd.Dir = dir // stdout and stderr are /dev/null: nothing to copy, nothing to wait for
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	t := time.Now()
+	err := cmd.Run()
+	d := time.Since(t)
+	if cmd.Process != nil {
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	}
+	if pctx.Err() != nil && ctx.Err() == nil {
+		return d, errProbeLimit
+	}
+	if err != nil && cmd.ProcessState == nil {
+		return d, err
+	}
+	return d, nil // an exit code other than 0 is still an answer, and timed
 }
 
 // timeListen starts a receiver and times its first line, which must be

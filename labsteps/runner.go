@@ -162,14 +162,9 @@ func RunSteps(ctx context.Context, cfg Config, steps []Step, report func(Result)
 	for i := range done {
 		done[i] = make(chan struct{})
 	}
-	if cfg.Calibration == nil && cfg.Limits == nil && len(steps) > 0 {
-		if bin, err := filepath.Abs(cfg.Bin); err == nil && CheckBin(bin) == nil {
-			cal, err := Calibrate(ctx, bin, cfg.WorkRoot)
-			if err != nil {
-				cal.Note = strings.TrimPrefix(cal.Note+"; "+err.Error(), "; ")
-			}
-			cfg.Calibration = &cal
-		}
+	if cfg.Calibration == nil && cfg.Limits == nil && len(steps) > 0 && CheckBin(cfg.Bin) == nil {
+		cal := cfg.Calibrate(ctx)
+		cfg.Calibration = &cal
 	}
 	sem := make(chan struct{}, n)
 	var wg sync.WaitGroup
@@ -206,6 +201,14 @@ func RunStep(ctx context.Context, cfg Config, s Step) (res Result) {
 		res.Problem = err.Error()
 		return res
 	}
+	// A given time limit counts from the start, calibration included (a
+	// grader may stop the whole step at that limit); a derived one counts
+	// from the calibration it is derived from.
+	if cfg.StepTimeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, cfg.StepTimeout)
+		defer cancel()
+	}
 	var cal Calibration
 	switch {
 	case cfg.Limits != nil:
@@ -213,10 +216,7 @@ func RunStep(ctx context.Context, cfg Config, s Step) (res Result) {
 	case cfg.Calibration != nil:
 		cal = *cfg.Calibration
 	default:
-		var cerr error
-		if cal, cerr = Calibrate(ctx, bin, cfg.WorkRoot); cerr != nil {
-			cal.Note = strings.TrimPrefix(cal.Note+"; "+cerr.Error(), "; ")
-		}
+		cal = cfg.Calibrate(ctx)
 	}
 	if cfg.Limits == nil {
 		// The run's calibration, with the floors scaled by the load now.

@@ -159,9 +159,9 @@ func runSteps(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return usageErr{err.Error()}
 	}
 	cfg := labsteps.Config{Bin: o.bin, WorkRoot: o.workRoot, Keep: o.keep, StepTimeout: o.timeout, Parallel: o.parallel}
-	cal, err := calibrate(ctx, cfg, stdout)
-	if err != nil {
-		return err
+	cal := calibrate(ctx, cfg, stdout)
+	if ctx.Err() != nil {
+		return ctx.Err()
 	}
 	cfg.Calibration = &cal
 
@@ -252,17 +252,11 @@ func writeReports(o options, results []labsteps.Result, took time.Duration) erro
 
 // calibrate measures how long the implementation takes to start and answer,
 // which every wait of the run is derived from, and says so.
-func calibrate(ctx context.Context, cfg labsteps.Config, stdout io.Writer) (labsteps.Calibration, error) {
-	cal, err := labsteps.Calibrate(ctx, cfg.Bin, cfg.WorkRoot)
-	if err != nil && ctx.Err() != nil {
-		return cal, ctx.Err()
-	}
-	if err != nil {
-		cal.Note = strings.TrimPrefix(cal.Note+"; "+err.Error(), "; ")
-	}
+func calibrate(ctx context.Context, cfg labsteps.Config, stdout io.Writer) labsteps.Calibration {
+	cal := cfg.Calibrate(ctx)
 	l := labsteps.DeriveLimits(cal, labsteps.LoadPerCore(), cfg.StepTimeout)
 	fmt.Fprintf(stdout, "calibration: %s\ncalibration: each wait %v, step limit %v (floors ×%.1f for load)\n", cal, l.Wait, l.Step, l.Scale)
-	return cal, nil
+	return cal
 }
 
 // timedOutNote says how many failures were time-outs rather than wrong answers.
