@@ -248,7 +248,7 @@ func (p *Proc) WaitLine(what string, match func(Line) bool, why string) Line {
 	case procExited:
 		p.h.Check(what, false, "a line that shows it", p.observed(), why)
 	case limitHit, stepEnded:
-		p.h.Timeout(what, "a line that shows it within "+p.h.WaitLimit.String(), p.observedAfter(time.Since(t0)), why)
+		p.h.Timeout(what, "a line that shows it within "+p.h.WaitLimit.String(), p.observedAfter(p.waited(end, t0)), why)
 	}
 	return found
 }
@@ -257,6 +257,15 @@ func (p *Proc) WaitLine(what string, match func(Line) bool, why string) Line {
 func (p *Proc) WaitEvent(kind, why string) Line {
 	return p.WaitLine(fmt.Sprintf("%s prints {\"event\":%q}", p.Name, kind),
 		func(l Line) bool { return l.Str("event") == kind }, why)
+}
+
+// waited is how long a wait that began at t0 and ended with end lasted:
+// the limit itself when it ran out.
+func (p *Proc) waited(end waitEnd, t0 time.Time) time.Duration {
+	if end == limitHit {
+		return p.h.WaitLimit
+	}
+	return time.Since(t0).Round(time.Millisecond)
 }
 
 // observed summarises the process for a failure message.
@@ -281,7 +290,7 @@ func (p *Proc) observedAfter(waited time.Duration) string {
 	if p.exited {
 		b.WriteString("; then " + exitText(p.code, p.signal))
 	} else {
-		b.WriteString("; still running after " + waited.Round(time.Millisecond).String())
+		b.WriteString("; still running after " + waited.String())
 	}
 	b.WriteString(p.stderrHint())
 	return b.String()
@@ -319,8 +328,8 @@ func firstLine(s string) string {
 // Wait waits for the process to end and returns its exit code and signal.
 func (p *Proc) Wait(why string) (code int, signal string) {
 	t0 := time.Now()
-	if !p.wait(func() bool { return p.exited }) {
-		p.h.Timeout(p.Name+" exits", "the process ends within "+p.h.WaitLimit.String(), p.observedAfter(time.Since(t0)), why)
+	if end := p.waitFor(func() bool { return p.exited }); end != condHeld {
+		p.h.Timeout(p.Name+" exits", "the process ends within "+p.h.WaitLimit.String(), p.observedAfter(p.waited(end, t0)), why)
 	}
 	_, code, signal = p.Exited()
 	return code, signal
