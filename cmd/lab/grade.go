@@ -71,7 +71,7 @@ func newGradeFlags(o *gradeOptions) *flag.FlagSet {
 	fs.IntVar(&o.parallel, "parallel", 0, "steps of one submission run at once (default: all)")
 	fs.DurationVar(&o.timeout, "timeout", 60*time.Second, "time limit of one step")
 	fs.DurationVar(&o.buildTimeout, "build-timeout", 5*time.Minute, "time limit of one submission's go build")
-	fs.StringVar(&o.gocache, "gocache", "", "GOCACHE for the builds (default: go's own with --trusted; isolated builds use their own, under the user's cache dir)")
+	fs.StringVar(&o.gocache, "gocache", "", "GOCACHE for the builds (default: go's own with --trusted; isolated builds use a directory of their own under the user's cache dir, handed to the containers' user: never give them the host's own cache)")
 	fs.BoolVar(&o.trusted, "trusted", false, "the code is trusted: build and run it on this machine as your user, without containers (processes still get a minimal environment, a cgroup and a memory limit where possible)")
 	fs.StringVar(&o.isolate, "isolate", "docker", "where untrusted code runs: `docker` (the default; --trusted turns it off)")
 	fs.Int64Var(&o.memory, "memory", isolate.DefaultMemory>>20, "isolated: memory limit of one submission's container, in MiB (its processes and its tmpfs work dirs)")

@@ -3,10 +3,13 @@
 // run through the lab's steps, and scored with points per step. Per
 // submission it writes Gradescope's results.json, JUnit XML, an HTML report
 // and the work dirs of failing steps; per cohort grades.csv, grades.md and
-// grades.html. Submissions run in parallel and apart: every step runs in a
-// worker process leading its own process group, so a hung, crashed or
-// runaway solution costs only its own step, and every process it started is
-// killed. See docs/grading.md.
+// grades.html. Submissions run in parallel and apart: with a Boundary
+// (lab grade's default, internal/isolate) each is built and run in
+// containers; without one (--trusted) every step runs in a worker process
+// leading its own process group and cgroup, so a hung, crashed or runaway
+// solution costs only its own step, and every process it started is
+// killed. Every report says which mode graded it, and no text a submission
+// produced reaches a report before Clean. See docs/grading.md.
 package grade
 
 import (
