@@ -75,7 +75,8 @@ func TestIndexedJobOnDocker(t *testing.T) {
 	}
 	t.Cleanup(func() { exec.Command("docker", "rmi", "-f", s.image).Run() })
 	t.Logf("image and cohort of %d ready in %.1fs", len(s.cohort), time.Since(t0).Seconds())
-	s.args = manifestArgs(t, filepath.Join(root, "deploy", "kubernetes", "grade.yaml"))
+	s.args = manifestArgs(t, filepath.Join(root, "deploy", "kubernetes", "grade.yaml"), "grade")
+	s.mergeArgs = manifestArgs(t, filepath.Join(root, "deploy", "kubernetes", "merge.yaml"), "merge")
 	s.results = t.TempDir()
 	if err := os.Chmod(s.results, 0o777); err != nil { // written by the pod's user
 		t.Fatal(err)
@@ -92,27 +93,31 @@ func TestIndexedJobOnDocker(t *testing.T) {
 		all.Seconds(), n, took.Seconds(), all.Seconds()/took.Seconds(), cores(t))
 	s.merge(t, "three", n)
 	compare(t, filepath.Join(s.results, "all"), filepath.Join(s.results, "three", "merged"))
+	first := filepath.Join(s.results, "three", "merged-first")
+	if err := os.Rename(filepath.Join(s.results, "three", "merged"), first); err != nil {
+		t.Fatal(err)
+	}
 
 	// Kill shard 1 once it has graded a submission, grade it again, merge
 	// again: the same grades.
 	s.killMidway(t, "three", 1, n)
-	if r := s.run(t, "merge-killed", -1, "merge", "--out", "/results/three/merged-killed", "/results/three/shard-*"); r.code != 2 {
+	if r := s.run(t, "merge-killed", -1, "three", "merge", "--out", "/results/merged-killed", "/results/shard-*"); r.code != 2 {
 		t.Errorf("merge with shard 1 killed midway: got exit %d\n%s\nwant exit 2 (an interrupted shard is refused, never merged)", r.code, r.out)
 	} else {
 		t.Logf("merge with shard 1 killed midway refused: %s", strings.TrimSpace(r.out))
 	}
 	s.grade(t, "three", 1, n)
-	s.merge(t, "three-again", n, "three")
-	compare(t, filepath.Join(s.results, "all"), filepath.Join(s.results, "three-again", "merged"))
+	s.merge(t, "three", n)
+	compare(t, first, filepath.Join(s.results, "three", "merged"))
 
 	// lab merge refuses a missing shard and a duplicate one.
-	missing := s.run(t, "merge-missing", -1, "merge", "--out", "/results/three/merged-missing", "/results/three/shard-0", "/results/three/shard-2")
+	missing := s.run(t, "merge-missing", -1, "three", "merge", "--out", "/results/merged-missing", "/results/shard-0", "/results/shard-2")
 	if missing.code != 2 || !strings.Contains(missing.out, "missing shards: 1") {
 		t.Errorf("merge without shard 1: got exit %d\n%s\nwant exit 2 naming the missing shard 1", missing.code, missing.out)
 	}
 	dupDir := filepath.Join(s.results, "three", "copy-of-shard-1")
 	copyTree(t, filepath.Join(s.results, "three", "shard-1"), dupDir)
-	dup := s.run(t, "merge-dup", -1, "merge", "--out", "/results/three/merged-dup", "/results/three/shard-*", "/results/three/copy-of-shard-1")
+	dup := s.run(t, "merge-dup", -1, "three", "merge", "--out", "/results/merged-dup", "/results/shard-*", "/results/copy-of-shard-1")
 	if dup.code != 2 || !strings.Contains(dup.out, "overlapping shards") {
 		t.Errorf("merge with shard 1 twice: got exit %d\n%s\nwant exit 2 saying overlapping shards", dup.code, dup.out)
 	}
@@ -132,16 +137,17 @@ func TestIndexedJobOnDocker(t *testing.T) {
 }
 
 type sim struct {
-	t       *testing.T
-	ctx     context.Context
-	id      string
-	image   string
-	cohort  map[string]string // name → "ref", "starter" or "mutant"
-	dir     string            // the cohort, mounted at /cohort
-	results string            // mounted at /results
-	args    []string          // the grading container's args in the manifest
-	points  string            // --points added to them; "" is every step
-	seq     int
+	t         *testing.T
+	ctx       context.Context
+	id        string
+	image     string
+	cohort    map[string]string // name → "ref", "starter" or "mutant"
+	dir       string            // the cohort, mounted at /cohort
+	results   string            // the results volume
+	args      []string          // the grading container's args in grade.yaml
+	mergeArgs []string          // the merge container's args in merge.yaml
+	points    string            // --points added to them; "" is every step
+	seq       int
 }
 
 func randomID(t *testing.T) string {
@@ -235,18 +241,18 @@ func (s *sim) buildCohort(root string) error {
 	return nil
 }
 
-// manifestArgs reads the grading container's args from grade.yaml: the
-// one `args: [...]` line that starts with "grade" (a YAML flow sequence of
+// manifestArgs reads a container's args from a manifest: the one
+// `args: [...]` line that starts with cmd (a YAML flow sequence of
 // double-quoted strings, which is JSON). deploy/kubernetes's own test
-// decodes the same file strictly with the Kubernetes types.
-func manifestArgs(t *testing.T, file string) []string {
+// decodes the same files strictly with the Kubernetes types.
+func manifestArgs(t *testing.T, file, cmd string) []string {
 	b, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := regexp.MustCompile(`(?m)^\s*args:\s*(\["grade".*\])\s*$`).FindSubmatch(b)
+	m := regexp.MustCompile(`(?m)^\s*args:\s*(\["` + cmd + `".*\])\s*$`).FindSubmatch(b)
 	if m == nil {
-		t.Fatalf("%s: no `args: [\"grade\", …]` line", file)
+		t.Fatalf("%s: no `args: [\"%s\", …]` line", file, cmd)
 	}
 	var args []string
 	if err := json.Unmarshal(m[1], &args); err != nil {
@@ -255,11 +261,12 @@ func manifestArgs(t *testing.T, file string) []string {
 	return args
 }
 
-// podArgs are the manifest's args for shard index of n (index < 0: the
-// whole cohort without --shard), with --out under sub and $(VAR) expanded
-// as the kubelet does. --jobs becomes 1: each simulated pod grades one
-// submission at a time, so k shards are k-way parallelism on this machine.
-func (s *sim) podArgs(sub string, index, n int) []string {
+// podArgs are the manifest's args for shard index of n, with $(VAR)
+// expanded as the kubelet does (index < 0: the whole cohort without
+// --shard, into /results).
+// --jobs becomes 1: each simulated pod grades one submission at a time, so
+// k shards are k-way parallelism on this machine.
+func (s *sim) podArgs(index, n int) []string {
 	var out []string
 	for i := 0; i < len(s.args); i++ {
 		a := s.args[i]
@@ -271,16 +278,12 @@ func (s *sim) podArgs(sub string, index, n int) []string {
 			out = append(out, a, strconv.Itoa(n))
 			i++
 			continue
-		case a == "--jobs":
-			out = append(out, a, "1")
+		case a == "--out" && index < 0:
+			out = append(out, a, "/results")
 			i++
 			continue
-		case a == "--out":
-			dir := "/results/" + sub + "/shard-$(JOB_COMPLETION_INDEX)"
-			if index < 0 {
-				dir = "/results/" + sub
-			}
-			out = append(out, a, strings.ReplaceAll(dir, "$(JOB_COMPLETION_INDEX)", strconv.Itoa(index)))
+		case a == "--jobs":
+			out = append(out, a, "1")
 			i++
 			continue
 		case a == "--trusted" && s.points != "":
@@ -299,12 +302,21 @@ type result struct {
 
 // dockerArgs are the pod's boundary as docker run flags: no network, the
 // pod's user, a read-only root, no capabilities, no privilege escalation,
-// memory and pids limits, a /tmp of its own, the cohort read-only.
-func (s *sim) dockerArgs(name string, index int) []string {
+// memory and pids limits, a /tmp of its own, the cohort read-only, and at
+// /results the directory results/sub of the results volume (made, mode
+// 0777: the pod's user writes it).
+func (s *sim) dockerArgs(name string, index int, sub string) []string {
+	host := filepath.Join(s.results, sub)
+	if err := os.MkdirAll(host, 0o777); err != nil {
+		s.t.Fatal(err)
+	}
+	if err := os.Chmod(host, 0o777); err != nil {
+		s.t.Fatal(err)
+	}
 	a := []string{"run", "--name", name, "--label", "snacklab.sim=" + s.id,
 		"--network", "none", "--user", "65532:65532", "--read-only", "--cap-drop", "ALL",
 		"--security-opt", "no-new-privileges", "--memory", "2g", "--pids-limit", "4096",
-		"--tmpfs", "/tmp:rw,exec,size=1g", "-v", s.dir + ":/cohort:ro", "-v", s.results + ":/results"}
+		"--tmpfs", "/tmp:rw,exec,size=1g", "-v", s.dir + ":/cohort:ro", "-v", host + ":/results"}
 	if index >= 0 {
 		a = append(a, "-e", "JOB_COMPLETION_INDEX="+strconv.Itoa(index))
 	}
@@ -318,10 +330,10 @@ func (s *sim) container(label string) string {
 	return name
 }
 
-// run runs the image once with args and waits for it.
-func (s *sim) run(t *testing.T, label string, index int, args ...string) result {
+// run runs the image once with args and results/sub at /results, and waits.
+func (s *sim) run(t *testing.T, label string, index int, sub string, args ...string) result {
 	t.Helper()
-	cmd := exec.CommandContext(s.ctx, "docker", append(s.dockerArgs(s.container(label), index), args...)...)
+	cmd := exec.CommandContext(s.ctx, "docker", append(s.dockerArgs(s.container(label), index, sub), args...)...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	err := cmd.Run()
@@ -336,12 +348,13 @@ func (s *sim) run(t *testing.T, label string, index int, args ...string) result 
 	return result{code, out.String()}
 }
 
-// grade grades shard index of n (index < 0: all) into /results/sub and
-// fails the test unless lab grade exits 0.
+// grade grades shard index of n with results/sub as the results volume
+// (index < 0: the whole cohort into results/sub), and fails the test
+// unless lab grade exits 0.
 func (s *sim) grade(t *testing.T, sub string, index, n int) time.Duration {
 	t.Helper()
 	t0 := time.Now()
-	r := s.run(t, fmt.Sprintf("%s-%d", sub, index), index, s.podArgs(sub, index, n)...)
+	r := s.run(t, fmt.Sprintf("%s-%d", sub, index), index, sub, s.podArgs(index, n)...)
 	if r.code != 0 {
 		t.Fatalf("shard %d/%d: lab grade exit %d\n%s", index, n, r.code, r.out)
 	}
@@ -356,7 +369,7 @@ func (s *sim) shards(t *testing.T, sub string, n int) time.Duration {
 	for i := range n {
 		name := s.container(fmt.Sprintf("%s-%d", sub, i))
 		eg.Go(func() error {
-			out, err := exec.CommandContext(s.ctx, "docker", append(s.dockerArgs(name, i), s.podArgs(sub, i, n)...)...).CombinedOutput()
+			out, err := exec.CommandContext(s.ctx, "docker", append(s.dockerArgs(name, i, sub), s.podArgs(i, n)...)...).CombinedOutput()
 			if err != nil {
 				return fmt.Errorf("shard %d/%d: %v\n%s", i, n, err, out)
 			}
@@ -369,17 +382,13 @@ func (s *sim) shards(t *testing.T, sub string, n int) time.Duration {
 	return time.Since(t0)
 }
 
-// merge runs merge.yaml's command over the shards of sub (or of from) into
-// /results/sub/merged.
-func (s *sim) merge(t *testing.T, sub string, n int, from ...string) {
+// merge runs merge.yaml's container with results/sub at /results: it
+// merges results/sub/shard-* into results/sub/merged.
+func (s *sim) merge(t *testing.T, sub string, n int) {
 	t.Helper()
-	src := sub
-	if len(from) > 0 {
-		src = from[0]
-	}
-	r := s.run(t, "merge-"+sub, -1, "merge", "--out", "/results/"+sub+"/merged", "/results/"+src+"/shard-*")
+	r := s.run(t, "merge-"+sub, -1, sub, s.mergeArgs...)
 	if r.code != 0 || !strings.Contains(r.out, fmt.Sprintf("merged %d shard(s)", n)) {
-		t.Fatalf("lab merge of %s: exit %d\n%s", src, r.code, r.out)
+		t.Fatalf("lab merge of %s: exit %d\n%s", sub, r.code, r.out)
 	}
 }
 
@@ -393,7 +402,7 @@ func (s *sim) killMidway(t *testing.T, sub string, index, n int) {
 		t.Fatal(err)
 	}
 	name := s.container(fmt.Sprintf("%s-%d-killed", sub, index))
-	args := append(s.dockerArgs(name, index), s.podArgs(sub, index, n)...)
+	args := append(s.dockerArgs(name, index, sub), s.podArgs(index, n)...)
 	args = slices.Insert(args, 1, "-d")
 	if out, err := exec.CommandContext(s.ctx, "docker", args...).CombinedOutput(); err != nil {
 		t.Fatalf("docker run -d: %v\n%s", err, out)
@@ -449,11 +458,11 @@ func checkScores(t *testing.T, results, sub string, cohort map[string]string) {
 // volatile are the parts of the grades that legitimately differ between
 // two gradings of the same cohort: how long things took and when, and where
 // a failing step's work dir was kept (the shard's --out and a random
-// suffix; the submission's name and the step number are kept). Nothing
+// suffix; the submission's name and the step number are compared). Nothing
 // else is blanked: scores, statuses, reasons, the cohort tables, the
 // manifests and every other byte must be equal.
 var volatile = []*regexp.Regexp{
-	regexp.MustCompile(`/results/[a-z0-9-]+(/shard-[0-9]+)?/`),
+	regexp.MustCompile(`/results/(shard-[0-9]+/)?`), // the --out a kept work dir is under
 	regexp.MustCompile(`snacklab-step[0-9]+-[0-9]+`),
 	// The number of a step's log file counts the processes it started, and
 	// steps start some at once: their order is the scheduler's.

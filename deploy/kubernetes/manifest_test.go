@@ -149,6 +149,15 @@ func TestGradeJob(t *testing.T) {
 	if v, _ := arg(a, "--out"); v != "/results/shard-$(JOB_COMPLETION_INDEX)" {
 		t.Errorf("--out %q: want /results/shard-$(JOB_COMPLETION_INDEX), one directory per shard (merge.yaml reads /results/shard-*)", v)
 	}
+	var results *corev1.VolumeMount
+	for i, m := range c.VolumeMounts {
+		if m.MountPath == "/results" {
+			results = &c.VolumeMounts[i]
+		}
+	}
+	if results == nil || results.SubPath != "" || results.SubPathExpr != "" || results.ReadOnly {
+		t.Errorf("/results mount %+v: want the writable volume itself (the kubelet makes subPath directories owned by root: the pod's user could not write them)", results)
+	}
 	jobs, _ := arg(a, "--jobs")
 	n, err := strconv.Atoi(jobs)
 	cpu := c.Resources.Limits[corev1.ResourceCPU]
