@@ -27,7 +27,10 @@ no network, a read-only root, an unprivileged user, memory, CPU, pids and
 wall-clock limits (see --memory, --cpus, --pids, --wall); it needs a Docker
 engine. --trusted builds and runs on this machine instead, for code you
 trust (your own, the reference). Every report says which mode graded it.
-Flags may come before or after the submissions.
+Flags may come before or after the submissions. A quoted pattern
+('cohort/*') is expanded by lab itself, for where no shell runs it (a pod);
+--shard auto takes the shard from a Kubernetes Indexed Job or a CI's
+parallel-job variables (docs/kubernetes.md).
 
 Writes, in --out DIR:
   DIR/NAME/results.json  Gradescope's format (points per step)
