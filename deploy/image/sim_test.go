@@ -314,7 +314,7 @@ func (s *sim) dockerArgs(name string, index int, sub string) []string {
 		s.t.Fatal(err)
 	}
 	a := []string{"run", "--name", name, "--label", "snacklab.sim=" + s.id,
-		"--network", "none", "--user", "65532:65532", "--read-only", "--cap-drop", "ALL",
+		"--network", "none", "--user", podUser(), "--read-only", "--cap-drop", "ALL",
 		"--security-opt", "no-new-privileges", "--memory", "2g", "--pids-limit", "4096",
 		"--tmpfs", "/tmp:rw,exec,size=1g", "-v", s.dir + ":/cohort:ro", "-v", host + ":/results"}
 	if index >= 0 {
@@ -604,4 +604,14 @@ func max0(n int) int {
 		return 0
 	}
 	return n
+}
+
+// podUser is the pods' user (grade.yaml's runAsUser), when the test runs as
+// root; otherwise the test's own user, so that t.TempDir can remove what
+// the containers wrote.
+func podUser() string {
+	if os.Getuid() == 0 {
+		return "65532:65532"
+	}
+	return fmt.Sprintf("%d:%d", os.Getuid(), os.Getgid())
 }
