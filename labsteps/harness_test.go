@@ -94,9 +94,10 @@ func TestTimeoutIsNotAWrongAnswer(t *testing.T) {
 		want    string // verdict
 		says    string // in the failed check or the problem
 	}{
-		{"a receiver that never announces itself", "7",
+		// Step 8 starts receivers (step 7 races against the lab's own server).
+		{"a receiver that never announces itself", "8",
 			map[string]string{"receiver": "exec sleep 30"}, &short, "TIMEOUT", "still running after"},
-		{"a receiver that announces the wrong line and exits", "7",
+		{"a receiver that announces the wrong line and exits", "8",
 			map[string]string{"receiver": "echo hello; exit 0"}, &short, "FAIL", "observed: hello"},
 		{"a queuectl whose output stays open after it ends", "1",
 			map[string]string{"queuectl": "setsid sleep 3 &"}, &short, "TIMEOUT", "not read to its end"},

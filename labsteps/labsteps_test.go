@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -211,12 +212,16 @@ func TestMutantsApply(t *testing.T) {
 }
 
 // The forced interleaving catches every race-shaped claim every time, and
-// never fails the reference: 100 runs of step 7 each (10 with -short), four at
-// once so the machine is busy, which is when luck would show.
+// never fails the reference: 30 runs of step 7 each (10 with -short;
+// SNACKLAB_RACE_RUNS=100 for the long form), four at once so the machine is
+// busy, which is when luck would show.
 func TestRaceIsForcedNotLucky(t *testing.T) {
-	runs := 100
+	runs := 30
 	if testing.Short() {
 		runs = 10
+	}
+	if n, err := strconv.Atoi(os.Getenv("SNACKLAB_RACE_RUNS")); err == nil && n > 0 {
+		runs = n
 	}
 	step7, err := labsteps.Select([]string{"7"})
 	if err != nil {
