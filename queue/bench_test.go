@@ -142,14 +142,14 @@ func TestPagesPerOperation(t *testing.T) {
 		max  int
 		op   func()
 	}{
-		{"enqueue", 5, func() { enqueue(t, q, "o-9999", 7, 5, 3_600_000, t0) }},
-		{"claim", 5, func() {
+		{"enqueue", 4, func() { enqueue(t, q, "o-9999", 7, 5, 3_600_000, t0) }},
+		{"claim", 3, func() {
 			var err error
 			if j, _, err = q.Claim(ctx, "A", t0+1, 30_000); err != nil {
 				t.Fatal(err)
 			}
 		}},
-		{"finish ok", 5, func() {
+		{"finish ok", 3, func() {
 			if _, _, err := q.Finish(ctx, j.ID, j.Token, queue.OutcomeOK, t0+1); err != nil {
 				t.Fatal(err)
 			}
