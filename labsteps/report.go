@@ -9,6 +9,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -114,13 +116,21 @@ func WriteJUnit(w io.Writer, results []Result, took time.Duration) error {
 
 // ---- JUnit XML, shared with internal/grade and internal/isolate ----
 
-// JUnitSuite is one <testsuite>. EncodeJUnit fills its tests, failures and
-// skipped counts from its cases.
+// JUnit XML is read by CI systems; the strictest common reader is Jenkins'
+// xUnit plugin, which validates every file against its junit-10.xsd and
+// skips a file that fails. So the shape below follows that schema: each
+// <testsuite> carries name, tests, failures and errors; a <testcase> holds
+// only failure, skipped and system-out (no properties), and times are plain
+// decimal seconds. internal/junittest checks the output with xmllint.
+
+// JUnitSuite is one <testsuite>. EncodeJUnit fills its tests, failures,
+// errors and skipped counts from its cases.
 type JUnitSuite struct {
 	XMLName   xml.Name        `xml:"testsuite"`
 	Name      string          `xml:"name,attr"`
 	Tests     int             `xml:"tests,attr"`
 	Failures  int             `xml:"failures,attr"`
+	Errors    int             `xml:"errors,attr"` // always 0: a step either passes or fails
 	Skipped   int             `xml:"skipped,attr"`
 	Time      JUnitSeconds    `xml:"time,attr"`
 	Props     JUnitProperties `xml:"properties,omitempty"`
@@ -129,12 +139,15 @@ type JUnitSuite struct {
 }
 
 // JUnitCase is one <testcase>: a failure when Failure is set, skipped when
-// Skipped is.
+// Skipped is. The schema forbids <properties> inside a testcase, so
+// EncodeJUnit moves Props up to the suite's properties, each named
+// "CASE.NAME" (step8_crash.points): a per-step figure stays in the file
+// where every reader accepts it.
 type JUnitCase struct {
 	Name      string          `xml:"name,attr"`
 	Classname string          `xml:"classname,attr"`
 	Time      JUnitSeconds    `xml:"time,attr"`
-	Props     JUnitProperties `xml:"properties,omitempty"`
+	Props     JUnitProperties `xml:"-"`
 	Failure   *JUnitFailure   `xml:"failure,omitempty"`
 	Skipped   *JUnitFailure   `xml:"skipped,omitempty"`
 	SystemOut string          `xml:"system-out,omitempty"`
@@ -179,17 +192,23 @@ func JUnitCaseName(num int, slug string) string {
 }
 
 // EncodeJUnit writes an XML header and the suites inside <testsuites>,
-// indented, with each suite's counts taken from its cases.
+// indented, with each suite's counts taken from its cases and each case's
+// properties moved up to its suite (see JUnitCase).
 func EncodeJUnit(w io.Writer, suites ...JUnitSuite) error {
+	suites = slices.Clone(suites)
 	for i := range suites {
 		s := &suites[i]
-		s.Tests, s.Failures, s.Skipped = len(s.Cases), 0, 0
+		s.Tests, s.Failures, s.Errors, s.Skipped = len(s.Cases), 0, 0, 0
+		s.Props = slices.Clone(s.Props)
 		for _, c := range s.Cases {
 			if c.Failure != nil {
 				s.Failures++
 			}
 			if c.Skipped != nil {
 				s.Skipped++
+			}
+			for _, p := range c.Props {
+				s.Props = append(s.Props, JUnitProperty{Name: c.Name + "." + p.Name, Value: p.Value})
 			}
 		}
 	}
@@ -267,9 +286,25 @@ var laneColor = map[string]string{
 	"A": "#1f77b4", "B": "#2ca02c", "S": "#e377c2", LaneReceiver: "#9467bd", LaneQueuectl: "#8c564b", LaneHarness: "#7f7f7f",
 }
 
+// clockBreakMs is a jump of the injected clock between two events that the
+// timeline marks with a break instead of one more evenly spaced row.
+const clockBreakMs = 1000
+
+// epochMs matches wall-clock instants in ms (2001 to 2286) in event texts.
+var epochMs = regexp.MustCompile(`\b1\d{12}\b`)
+
 // timelineSVG draws events top to bottom: one column per lane with its
-// lifeline, one row per event with a dot in its lane, the real time, the
+// lifeline, one row per event with a mark in its lane, the real time, the
 // injected clock and what happened. Refusals, kills and crash exits are red.
+// So that the story reads at a glance:
+//   - a kill is an arrow from the harness to the process it killed;
+//   - a jump of the injected clock (A's 30 s lease running out without
+//     anybody waiting), or the real time the harness waited for ("wait …"
+//     actions, on the real clock), is a marked break, not one more evenly
+//     spaced row;
+//   - wall-clock instants in texts are shown relative to the step's start
+//     when the section carries an epoch event, on the real-time column's scale;
+//   - a summary event closes the chart with one line.
 func timelineSVG(id string, events []Event) template.HTML {
 	// Senders first (A, B, then any other), then the receiver, queuectl, the harness.
 	rank := func(l string) int {
@@ -287,70 +322,186 @@ func timelineSVG(id string, events []Event) template.HTML {
 		}
 		return 2
 	}
-	lanes := []string{}
-	seen := map[string]bool{}
+	var (
+		drawn    []Event
+		summary  []Event
+		epoch    int64 = -1
+		clocked  bool
+		lanes    []string
+		seenLane = map[string]bool{}
+		procLane = map[string]string{} // a process's lane, from its start event
+	)
 	for _, e := range events {
-		if !seen[e.Lane] {
-			seen[e.Lane] = true
+		switch e.Kind {
+		case kindEpoch:
+			epoch, _ = strconv.ParseInt(e.Text, 10, 64)
+			continue
+		case kindSummary:
+			summary = append(summary, e)
+			continue
+		}
+		drawn = append(drawn, e)
+		if name, ok := strings.CutPrefix(e.Text, "start "); ok && e.Kind == "start" {
+			procLane[name] = e.Lane
+		}
+		clocked = clocked || e.Clock >= 0
+		if !seenLane[e.Lane] {
+			seenLane[e.Lane] = true
 			lanes = append(lanes, e.Lane)
 		}
 	}
 	sort.SliceStable(lanes, func(i, j int) bool { return rank(lanes[i]) < rank(lanes[j]) })
+	relative := func(text string) string {
+		if epoch < 0 {
+			return text
+		}
+		return epochMs.ReplaceAllStringFunc(text, func(m string) string {
+			v, err := strconv.ParseInt(m, 10, 64)
+			if err != nil {
+				return m
+			}
+			return fmt.Sprintf("@%.0f ms", float64(v-epoch))
+		})
+	}
+
+	// Rows: events, with a break before an event that follows a gap.
+	type row struct {
+		y, h  int
+		e     *Event
+		label string // a break's
+	}
 	const (
-		laneW = 76
-		rowH  = 22
-		top   = 34
-		timeW = 150
+		laneW  = 76
+		rowH   = 22
+		breakH = 30
+		top    = 34
+		timeW  = 150
 	)
+	var rows []row
+	y := top
+	lastClock := int64(-1)
+	for i := range drawn {
+		e := &drawn[i]
+		if i > 0 {
+			label := ""
+			switch {
+			case e.Clock >= 0 && lastClock >= 0 && e.Clock-lastClock >= clockBreakMs:
+				label = fmt.Sprintf("⋯ the injected clock moves on %s ms (t=%d → t=%d), without anybody waiting ⋯",
+					groupDigits(e.Clock-lastClock), lastClock, e.Clock)
+			case !clocked && drawn[i-1].Lane == LaneHarness && strings.HasPrefix(drawn[i-1].Text, "wait "):
+				label = fmt.Sprintf("⋯ %.0f ms of real time pass while the harness waits ⋯", ms(e.At-drawn[i-1].At))
+			}
+			if label != "" {
+				rows = append(rows, row{y: y, h: breakH, label: label})
+				y += breakH
+			}
+		}
+		if e.Clock >= 0 {
+			lastClock = e.Clock
+		}
+		rows = append(rows, row{y: y, h: rowH, e: e})
+		y += rowH
+	}
 	col := map[string]int{}
 	for i, l := range lanes {
 		col[l] = i
 	}
+	laneX := func(l string) int { return col[l]*laneW + laneW/2 }
 	textX := len(lanes)*laneW + 10
-	width := textX + timeW + 560
-	height := top + len(events)*rowH + 12
+	width := textX + timeW + 620
+	height := y + 12
+	if len(summary) > 0 {
+		height += 10 + 26*len(summary)
+	}
 	var b strings.Builder
 	fmt.Fprintf(&b, `<svg id="%s" class="timeline" xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" role="img" aria-label="timeline">`,
 		template.HTMLEscapeString(id), width, height, width, height)
-	b.WriteString(`<style>text{font:12px ui-monospace,Menlo,Consolas,monospace}.lane{font-weight:bold}.bad{fill:#c0392b}</style>`)
+	b.WriteString(`<defs><marker id="` + template.HTMLEscapeString(id) + `-arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" orient="auto-start-reverse"><path d="M0 0 L10 5 L0 10 z" fill="#c0392b"/></marker></defs>`)
+	b.WriteString(`<style>text{font:12px ui-monospace,Menlo,Consolas,monospace}.lane{font-weight:bold}.bad{fill:#c0392b}.brk{font-style:italic;fill:#666}.sum{font-weight:bold;fill:#1b5e20}</style>`)
 	for i, l := range lanes {
 		x := i*laneW + laneW/2
 		c := colorOf(l)
 		fmt.Fprintf(&b, `<text class="lane" x="%d" y="18" text-anchor="middle" fill="%s">%s</text>`, x, c, template.HTMLEscapeString(l))
-		fmt.Fprintf(&b, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="%s" stroke-opacity="0.3" stroke-width="2"/>`, x, top-8, x, height-6, c)
+		fmt.Fprintf(&b, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="%s" stroke-opacity="0.3" stroke-width="2"/>`, x, top-8, x, y+6, c)
 	}
 	fmt.Fprintf(&b, `<text class="lane" x="%d" y="18">real time · clock</text>`, textX)
 	fmt.Fprintf(&b, `<text class="lane" x="%d" y="18">event</text>`, textX+timeW)
-	for i, e := range events {
-		y := top + i*rowH + rowH/2
-		x := col[e.Lane]*laneW + laneW/2
+	n := 0
+	for _, r := range rows {
+		if r.e == nil {
+			// A break: the lifelines cut by two zigzags, and what passed.
+			fmt.Fprintf(&b, `<g class="break"><rect x="0" y="%d" width="%d" height="%d" fill="#fff"/>`, r.y, width, r.h)
+			for _, dy := range []int{8, 14} {
+				fmt.Fprintf(&b, `<path d="M0 %d`, r.y+dy)
+				for x := 0; x < textX; x += 8 {
+					fmt.Fprintf(&b, ` l4 %d l4 %d`, -3, 3)
+				}
+				b.WriteString(`" fill="none" stroke="#999" stroke-width="1"/>`)
+			}
+			fmt.Fprintf(&b, `<text class="brk" x="%d" y="%d">%s</text></g>`, textX, r.y+r.h/2+4, template.HTMLEscapeString(r.label))
+			continue
+		}
+		e := r.e
+		cy := r.y + r.h/2
+		x := laneX(e.Lane)
 		c := colorOf(e.Lane)
 		cls := "ev"
 		if e.Bad {
 			c, cls = "#c0392b", "ev bad"
 		}
-		if i%2 == 0 {
-			fmt.Fprintf(&b, `<rect x="0" y="%d" width="%d" height="%d" fill="#f4f4f4"/>`, y-rowH/2, width, rowH)
+		if n%2 == 0 {
+			fmt.Fprintf(&b, `<rect x="0" y="%d" width="%d" height="%d" fill="#f4f4f4"/>`, r.y, width, r.h)
 		}
-		shape := fmt.Sprintf(`<circle class="%s" data-kind="%s" cx="%d" cy="%d" r="6" fill="%s"/>`, cls, e.Kind, x, y, c)
-		if e.Kind == "kill" || (e.Kind == "exit" && e.Bad) {
-			shape = fmt.Sprintf(`<path class="%s" data-kind="%s" d="M%d %d l12 12 m0 -12 l-12 12" stroke="%s" stroke-width="3"/>`, cls, e.Kind, x-6, y-6, c)
+		n++
+		target, isKill := strings.CutPrefix(e.Text, "SIGKILL ")
+		if l, ok := procLane[target]; ok {
+			target = l
 		}
-		b.WriteString(shape)
+		switch {
+		case e.Kind == "kill" && isKill && seenLane[target] && target != e.Lane:
+			// From the killer to the killed: an arrow whose head stops just
+			// short of the target's lifeline.
+			end := laneX(target) + 8
+			if laneX(target) > x {
+				end = laneX(target) - 8
+			}
+			fmt.Fprintf(&b, `<rect x="%d" y="%d" width="8" height="8" fill="%s"/>`, x-4, cy-4, colorOf(e.Lane))
+			fmt.Fprintf(&b, `<line class="%s" data-kind="%s" data-target="%s" x1="%d" y1="%d" x2="%d" y2="%d" stroke="#c0392b" stroke-width="2.5" marker-end="url(#%s-arrow)"/>`,
+				cls, e.Kind, template.HTMLEscapeString(target), x, cy, end, cy, template.HTMLEscapeString(id))
+		case e.Kind == "kill" || (e.Kind == "exit" && e.Bad):
+			fmt.Fprintf(&b, `<path class="%s" data-kind="%s" d="M%d %d l12 12 m0 -12 l-12 12" stroke="%s" stroke-width="3"/>`, cls, e.Kind, x-6, cy-6, c)
+		default:
+			fmt.Fprintf(&b, `<circle class="%s" data-kind="%s" cx="%d" cy="%d" r="6" fill="%s"/>`, cls, e.Kind, x, cy, c)
+		}
 		clock := ""
 		if e.Clock >= 0 {
 			clock = " · t=" + strconv.FormatInt(e.Clock, 10)
 		}
-		fmt.Fprintf(&b, `<text x="%d" y="%d" fill="#555">%.1f ms%s</text>`, textX, y+4, ms(e.At), clock)
+		fmt.Fprintf(&b, `<text x="%d" y="%d" fill="#555">%.1f ms%s</text>`, textX, cy+4, ms(e.At), clock)
 		weight := ""
 		if e.Bad {
 			weight = ` font-weight="bold"`
 		}
-		fmt.Fprintf(&b, `<text x="%d" y="%d" fill="%s"%s><tspan fill="%s">%s:</tspan> %s</text>`, textX+timeW, y+4, c, weight, colorOf(e.Lane),
-			template.HTMLEscapeString(e.Lane), template.HTMLEscapeString(e.Text))
+		fmt.Fprintf(&b, `<text x="%d" y="%d" fill="%s"%s><tspan fill="%s">%s:</tspan> %s</text>`, textX+timeW, cy+4, c, weight, colorOf(e.Lane),
+			template.HTMLEscapeString(e.Lane), template.HTMLEscapeString(relative(e.Text)))
+	}
+	sy := y + 10
+	for _, e := range summary {
+		fmt.Fprintf(&b, `<g class="summary"><rect x="0" y="%d" width="%d" height="22" fill="#e8f5e9" stroke="#2e7d32"/>`, sy, width)
+		fmt.Fprintf(&b, `<text class="sum" x="8" y="%d">✓ %s</text></g>`, sy+15, template.HTMLEscapeString(relative(e.Text)))
+		sy += 26
 	}
 	b.WriteString(`</svg>`)
 	return template.HTML(b.String())
+}
+
+// groupDigits writes n with thin spaces between thousands: 29 999.
+func groupDigits(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	for i := len(s) - 3; i > 0 && s[i-1] != '-'; i -= 3 {
+		s = s[:i] + " " + s[i:]
+	}
+	return s
 }
 
 func colorOf(lane string) string {
@@ -433,7 +584,7 @@ details pre{white-space:pre-wrap;font-size:.8em;background:#fafafa;padding:.6rem
 {{range .Results}}{{if or (eq .Step.Num 8) (not .Pass)}}
 <section class="step" id="timelines-step{{.Step.Num}}">
 <h2>Step {{.Step.Num}}: {{.Step.Title}} — timeline</h2>
-<p class="why">Top to bottom in real time; one column per process. A cross is a kill or a crash exit; red is a refusal or a failure. <i>t=</i> is the injected clock the event ran under.</p>
+<p class="why">Top to bottom in real time; one column per process. A red arrow is a kill, a cross a crash exit; red is a refusal or a failure. <i>t=</i> is the injected clock the event ran under; a zigzag break marks the clock moving on (or, on the real clock, time passing); <i>@N ms</i> is a real-clock instant, on the real-time column's scale. The green line says what the story came to.</p>
 {{range .Timelines}}<h3>{{.Title}}</h3><div class="tl">{{.SVG}}</div>{{end}}
 <details><summary>the story, as the harness told it</summary><pre>{{.Narrative}}</pre></details>
 </section>{{end}}{{end}}

@@ -9,7 +9,6 @@ import (
 	"runtime/debug"
 	"sort"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 )
@@ -50,41 +49,9 @@ func CheckBin(dir string) error {
 	return nil
 }
 
-// Select picks steps by arguments like "8", "3-5", "1,4"; none means all.
-func Select(args []string) ([]Step, error) {
-	all := Steps()
-	if len(args) == 0 {
-		return all, nil
-	}
-	want := map[int]bool{}
-	for _, a := range args {
-		for _, part := range strings.Split(a, ",") {
-			if part == "" {
-				continue
-			}
-			lo, hi, isRange := strings.Cut(part, "-")
-			a, err1 := strconv.Atoi(lo)
-			b := a
-			var err2 error
-			if isRange {
-				b, err2 = strconv.Atoi(hi)
-			}
-			if err1 != nil || err2 != nil || a < 1 || b > len(all) || a > b {
-				return nil, fmt.Errorf("step %q: want a number from 1 to %d, a range like 3-5, or a list like 1,4", part, len(all))
-			}
-			for n := a; n <= b; n++ {
-				want[n] = true
-			}
-		}
-	}
-	var out []Step
-	for _, s := range all {
-		if want[s.Num] {
-			out = append(out, s)
-		}
-	}
-	return out, nil
-}
+// Select picks steps by arguments like "8", "crash", "3-5", "1,4"; none
+// means all (select.go).
+func Select(args []string) ([]Step, error) { return selectSteps(args) }
 
 // Config says what to run the steps against and where.
 type Config struct {

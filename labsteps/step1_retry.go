@@ -1,6 +1,11 @@
 package labsteps
 
-import "fmt"
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
 
 // t0 is the injected clock at the start of every step, in ms. Any value would
 // do; a small one keeps the arithmetic in the messages readable.
@@ -12,13 +17,27 @@ var step1 = Step{
 	Checks: "`queuectl backoff` gives exactly the contract's delay (base 1 s doubling to a 60 s cap, " +
 		"with jitter from FNV-1a of \"id:attempt\"), and `finish retry` decides at each boundary: " +
 		"budget left → pending at now+backoff; attempts = max → dead(exhausted), even past the deadline; " +
-		"next = deadline → dead(deadline); next = deadline−1 → pending.",
+		"next = deadline → dead(deadline); next = deadline−1 → pending. Enqueue takes every value at both sides of " +
+		"its bounds (id 64 bytes and a first letter or digit, qty 1 … 1000000, max attempts 1 … 1000, deadline window " +
+		"1 ms … one year, now ≥ 0): each refusal exits 3, prints nothing on stdout and leaves the queue file as it was; " +
+		"each accepted job is new as the contract says (pending, due now, deadline now+window, attempts 0, token 0, " +
+		"defaults 5 and 86400000). enqueue, claim and show refuse a missing queue file (exit 4) without creating " +
+		"it, and a text file or another application's SQLite file (exit 5) without changing it.",
 	Why: "A retry that fires at once takes the slot of healthy orders; one that never stops hides a " +
 		"poison order forever. Deterministic jitter spreads retries out and still lets anyone predict them.",
 	run: runStep1,
 }
 
 func runStep1(h *Harness) {
+	h.Parallel(
+		Part{"a: backoff and the retry decision", retryDecision},
+		Part{"b: enqueue's values at their bounds", enqueueBounds},
+		Part{"c: a missing file, and files that are not a queue", notAQueue},
+	)
+}
+
+// retryDecision: the backoff formula, and finish retry at each boundary.
+func retryDecision(h *Harness) {
 	whyBackoff := "the delay is part of the contract: exponential so a failing receiver is not hammered, " +
 		"capped so a job is retried within a minute, jittered from the id so retries spread out yet stay predictable"
 	var cases []BackoffCase
@@ -80,4 +99,121 @@ func stateReason(j Job) string {
 		return j.State
 	}
 	return j.State + "(" + *j.Reason + ")"
+}
+
+// newJob describes a job as a fresh enqueue must make it (CONTRACT §2 enqueue).
+func newJob(j Job) string {
+	return fmt.Sprintf("id=%s qty=%d %s reason=%s attempts=%d max_attempts=%d token=%d owner=%s lease_until=%s available_at=%d deadline_at=%d deadline_window_ms=%d",
+		j.ID, j.Qty, j.State, show(j.Reason), j.Attempts, j.MaxAttempts, j.Token, show(j.Owner), show(j.LeaseUntil), j.AvailableAt, j.DeadlineAt, j.DeadlineWindowMs)
+}
+
+// enqueueBounds: every value enqueue takes, at both sides of its bounds
+// (CONTRACT §1), and the fields of a new job, defaults included.
+func enqueueBounds(h *Harness) {
+	h.UseQueue("queue-values.db")
+	h.Init()
+	whyID := "an order id is 1–64 bytes of A–Z a–z 0–9 . _ : - starting with a letter or digit (CONTRACT §1): ids are printed in logs and alerts, so only bounded identifiers get in"
+	whyQty := "a quantity is 1 … 1000000 (CONTRACT §1): an order of nothing, or of more than the shop can hold, is a mistake to refuse at the door"
+	whyMax := "max attempts is 1 … 1000 (CONTRACT §1): zero attempts could never be delivered, and an unbounded budget retries a poison order forever"
+	whyWindow := "the deadline window is 1 ms … one year (CONTRACT §1): an empty window makes the order late before it starts"
+	whyNow := "the clock is ms since the epoch, never negative (CONTRACT §1)"
+	enq := func(id string, now int64, extra ...string) Call {
+		return Call{Verb: "enqueue", Now: now, Args: append([]string{"--id", id, "--qty", "7"}, extra...)}
+	}
+	h.ExpectRefused([]Refusal{
+		{What: "a 65-byte id", Call: enq(strings.Repeat("x", 65), t0), Code: 3, Why: whyID},
+		{What: "id \"-o-1\" (not starting with a letter or digit)", Call: enq("-o-1", t0), Code: 3, Why: whyID},
+		{What: "id \"_o\" (not starting with a letter or digit)", Call: enq("_o", t0), Code: 3, Why: whyID},
+		{What: "id \"o/1\" (a character outside the pattern)", Call: enq("o/1", t0), Code: 3, Why: whyID},
+		{What: "qty 0", Call: Call{Verb: "enqueue", Now: t0, Args: []string{"--id", "q-0", "--qty", "0"}}, Code: 3, Why: whyQty},
+		{What: "qty 1000001", Call: Call{Verb: "enqueue", Now: t0, Args: []string{"--id", "q-big", "--qty", "1000001"}}, Code: 3, Why: whyQty},
+		{What: "--max-attempts 0", Call: enq("m-0", t0, "--max-attempts", "0"), Code: 3, Why: whyMax},
+		{What: "--max-attempts 1001", Call: enq("m-big", t0, "--max-attempts", "1001"), Code: 3, Why: whyMax},
+		{What: "--deadline-ms 0", Call: enq("w-0", t0, "--deadline-ms", "0"), Code: 3, Why: whyWindow},
+		{What: "--deadline-ms 31536000001 (a year and 1 ms)", Call: enq("w-big", t0, "--deadline-ms", "31536000001"), Code: 3, Why: whyWindow},
+		{What: "--now-ms -1", Call: enq("n-neg", -1, "--now-ms", "-1"), Code: 3, Why: whyNow},
+	}, nil)
+
+	id64 := "A" + strings.Repeat("b", 62) + "9"
+	type acc struct {
+		what             string
+		call             Call
+		id               string
+		qty, max, window int64
+		now              int64
+		why              string
+	}
+	cases := []acc{
+		{"no --max-attempts or --deadline-ms: the defaults 5 and 86400000", enq("d-def", t0), "d-def", 7, 5, 86400000, t0,
+			"the defaults are part of the contract (CONTRACT §3): a sender and an operator must agree on when an order is given up"},
+		{"a 64-byte id", enq(id64, t0), id64, 7, 5, 86400000, t0, whyID},
+		{"id \"9\" (one digit)", enq("9", t0), "9", 7, 5, 86400000, t0, whyID},
+		{"qty 1", Call{Verb: "enqueue", Now: t0, Args: []string{"--id", "q-1", "--qty", "1"}}, "q-1", 1, 5, 86400000, t0, whyQty},
+		{"qty 1000000", Call{Verb: "enqueue", Now: t0, Args: []string{"--id", "q-max", "--qty", "1000000"}}, "q-max", 1000000, 5, 86400000, t0, whyQty},
+		{"--max-attempts 1", enq("m-1", t0, "--max-attempts", "1"), "m-1", 7, 1, 86400000, t0, whyMax},
+		{"--max-attempts 1000", enq("m-1000", t0, "--max-attempts", "1000"), "m-1000", 7, 1000, 86400000, t0, whyMax},
+		{"--deadline-ms 1", enq("w-1", t0, "--deadline-ms", "1"), "w-1", 7, 5, 1, t0, whyWindow},
+		{"--deadline-ms 31536000000 (one year)", enq("w-year", t0, "--deadline-ms", "31536000000"), "w-year", 7, 5, 31536000000, t0, whyWindow},
+		{"--now-ms 0", enq("n-0", 0), "n-0", 7, 5, 86400000, 0, whyNow},
+	}
+	calls := make([]Call, len(cases))
+	for i, c := range cases {
+		calls[i] = c.call
+	}
+	runs := h.CallsInTurn(calls)
+	for i, c := range cases {
+		h.ExpectExit("enqueue with "+c.what+" is accepted", 0, runs[i], c.why)
+		var e Enqueued
+		h.parse(runs[i], &e)
+		want := Job{ID: c.id, Qty: c.qty, State: "pending", MaxAttempts: c.max, AvailableAt: c.now,
+			DeadlineAt: c.now + c.window, DeadlineWindowMs: c.window}
+		h.Equal("…as a new job: pending, due now, deadline now+window, attempts 0, token 0, no owner", newJob(want)+" duplicate=false",
+			newJob(e.Job)+fmt.Sprintf(" duplicate=%t", e.Duplicate),
+			"a new job is due at once and must be delivered before now + its window; no grant has happened yet, so "+
+				"token and attempts are 0 (the first claim grants token 1). "+c.why)
+	}
+}
+
+// notAQueue: only `queuectl init` creates the queue file; every other verb
+// refuses a missing file (exit 4) without creating it, and a file that is not
+// a queue (exit 5) without touching it (CONTRACT §2, §6).
+func notAQueue(h *Harness) {
+	verbs := []Call{
+		{Verb: "enqueue", Now: t0, Args: []string{"--id", "o-1", "--qty", "7"}},
+		{Verb: "claim", Now: t0, Args: []string{"--owner", "A"}},
+		{Verb: "show", Now: -1, Args: []string{"--id", "o-1"}},
+	}
+	h.UseQueue("no-such-queue.db")
+	runs := h.Calls(verbs)
+	whyMissing := "only `queuectl init` creates the queue file: a program that quietly starts an empty queue at a " +
+		"mistyped path accepts orders nobody will ever deliver"
+	for i, c := range verbs {
+		h.ExpectExit(fmt.Sprintf("`queuectl %s` on a missing queue file is refused as missing", c.Verb), 4, runs[i], whyMissing)
+		h.Equal(fmt.Sprintf("…and prints nothing on stdout (%s)", c.Verb), "", trim(runs[i].Stdout),
+			"a program reading stdout must never mistake an error for an answer (CONTRACT §3)")
+	}
+	for _, suffix := range []string{"", "-journal", "-wal"} {
+		_, err := os.Stat(h.DB + suffix)
+		h.Equal("no file "+filepath.Base(h.DB+suffix)+" was created by the refused commands", "absent", presence(err), whyMissing)
+	}
+
+	whyNot := "a file that is not a snacklab queue (not SQLite at all, or another application's SQLite file) is refused " +
+		"(exit 5) and left as it was: reading it as a queue, or \"fixing\" it, would damage someone else's data"
+	h.UseQueue("notes.txt")
+	if err := os.WriteFile(h.DB, []byte(strings.Repeat("these are not the orders you are looking for\n", 100)), 0o644); err != nil {
+		h.Fatalf("the harness writes a text file", "the file is written", whyNot, "%v", err)
+	}
+	var rs []Refusal
+	for _, c := range verbs {
+		rs = append(rs, Refusal{What: "a text file as the queue", Call: c, Code: 5, Why: whyNot})
+	}
+	h.ExpectRefused(rs, nil)
+
+	h.UseQueue("other-app.db")
+	h.makeSQLite("CREATE TABLE notes (body TEXT); INSERT INTO notes VALUES ('hello'); PRAGMA user_version = 99;")
+	rs = rs[:0]
+	for _, c := range verbs {
+		rs = append(rs, Refusal{What: "another application's SQLite file (a table notes, no table jobs, user_version 99) as the queue", Call: c, Code: 5, Why: whyNot})
+	}
+	h.ExpectRefused(rs, nil)
 }

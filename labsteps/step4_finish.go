@@ -10,7 +10,8 @@ var step4 = Step{
 		"at the deadline → dead(deadline). On every path id, qty, token and attempts are kept and owner and " +
 		"lease_until become null. A finish with a token from the future or the past, on a job no longer leased, " +
 		"or for an unknown id returns applied=false (exit 12) and changes nothing. The lease's expiry is not " +
-		"checked: the token is the fence.",
+		"checked: the token is the fence. An outcome other than ok, retry or permanent is refused (exit 3), " +
+		"nothing on stdout, the queue file unchanged.",
 	Why: "finish is where a delivery's evidence is written down. Deleting the id or qty loses the order; keeping " +
 		"an owner on a finished job blocks nothing but lies; and a stale holder that can still finish overwrites " +
 		"the work of the sender that took over.",
@@ -32,8 +33,18 @@ func runStep4(h *Harness) {
 	}
 	held := h.ClaimAll("A", len(ids), t0, 30000)
 
-	// Stale tokens first, while f-ok is leased under token 1.
+	// Stale tokens and unknown outcomes first, while f-ok is leased under token 1.
 	ok := held["f-ok"]
+	whyOutcome := "the outcome is exactly ok, retry or permanent (CONTRACT §1): anything else is a sender's bug, and " +
+		"guessing what it meant could mark an undelivered order done; refused as invalid (exit 3), the job stays leased"
+	fin := func(outcome string) Call {
+		return Call{Verb: "finish", Now: t0 + 1, Args: []string{"--id", "f-ok", "--token", fmt.Sprint(ok.Token), "--outcome", outcome}}
+	}
+	h.ExpectRefused([]Refusal{
+		{What: "outcome \"done\"", Call: fin("done"), Code: 3, Why: whyOutcome},
+		{What: "outcome \"OK\"", Call: fin("OK"), Code: 3, Why: whyOutcome},
+		{What: "outcome \"fail\"", Call: fin("fail"), Code: 3, Why: whyOutcome},
+	}, nil)
 	whyStale := "the token is the fence: only the holder of the current grant may record an outcome, so a " +
 		"sender that lost its lease can never overwrite the work of the one that took over"
 	h.ExpectNotApplied("finish f-ok with token 2 (a grant that never happened)", h.Finish("f-ok", ok.Token+1, "ok", t0+1), ok, whyStale)

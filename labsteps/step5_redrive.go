@@ -7,10 +7,15 @@ import (
 
 var step5 = Step{
 	Num: 5, Slug: "redrive",
-	Title: "Redrive: refused unless dead, notes are ticket ids, audit row with the change, token never rolls back",
+	Title: "Redrive: refused unless dead, notes are ticket ids, audit row with the change, token never rolls back; nothing else leaves quarantine",
 	Checks: "Redrive is refused for a pending (exit 9), leased (10), done (11) and unknown (8) job, and for notes " +
 		"that are free text, non-ASCII, control characters, too long (65 bytes; 64 is accepted) or not starting " +
-		"with a letter or digit (exit 3), each time with nothing written. A redrive whose state change fails (the lab makes every update of " +
+		"with a letter or digit (exit 3), each time with nothing on stdout and the queue file unchanged, byte for byte. " +
+		"In every state (pending, leased, done, dead) a conflicting enqueue (another qty) is refused (exit 7) and a " +
+		"duplicate (same qty) is accepted as duplicate:true, both changing nothing — a dead job is not revived, a " +
+		"done one not reset; investigate records its row and leaves the whole job unchanged; investigate and show " +
+		"of an unknown id exit 8, writing nothing. show lists every redrive and investigation of a job, oldest " +
+		"first, and none of another job's. A redrive whose state change fails (the lab makes every update of " +
 		"the job fail for a moment) leaves no audit row: the row and the change are one transaction. " +
 		"For a dead job it writes the audit row (job_id, prev_token, " +
 		"prev_reason, at_ms, note) and makes the job pending with attempts 0, available_at now and a new " +
@@ -22,6 +27,15 @@ var step5 = Step{
 }
 
 func runStep5(h *Harness) {
+	h.Parallel(
+		Part{"a: refusals, duplicates, investigations and the redrive", redriveStory},
+		Part{"b: show lists a job's whole history, oldest first", redriveHistory},
+	)
+}
+
+// redriveStory: what may not leave quarantine, what may not change a job,
+// and the redrive that does.
+func redriveStory(h *Harness) {
 	const window = 50000
 	h.Init()
 	for _, id := range []string{"r-dead", "r-done", "r-lease"} {
@@ -36,19 +50,77 @@ func runStep5(h *Harness) {
 
 	whyRefuse := "only a quarantined job can be redriven: redriving a pending or leased job would hand it out " +
 		"twice, and a done one would deliver the order again"
-	for _, c := range []struct {
-		id   string
-		code int
-	}{{"r-pend", 9}, {"r-lease", 10}, {"r-done", 11}, {"no-such-order", 8}} {
-		r := h.Redrive(c.id, "TICKET-1", t0+2)
-		h.ExpectExit(fmt.Sprintf("redrive of %s is refused", c.id), c.code, r.Run, whyRefuse)
-	}
 	whyNote := "the note lands in the audit record: only a ticket-like identifier is allowed, so raw error text " +
 		"or personal data never gets there by accident"
-	for _, note := range []string{"needs a look", "TICKET-\u00fc", "TICKET\t42", "-x42", strings.Repeat("x", 65)} {
-		r := h.Redrive("r-dead", note, t0+2)
-		h.ExpectExit(fmt.Sprintf("redrive of r-dead with note %q is refused as invalid", note), 3, r.Run, whyNote)
+	whyConflict := "two different orders under one id would make the id useless as evidence: the second is refused " +
+		"(exit 7) whatever state the first is in, and no field of the first changes"
+	var rs []Refusal
+	for _, c := range []struct {
+		id, what string
+		code     int
+	}{{"r-pend", "pending", 9}, {"r-lease", "leased", 10}, {"r-done", "done", 11}, {"no-such-order", "unknown", 8}} {
+		rs = append(rs, Refusal{What: fmt.Sprintf("the %s job %s", c.what, c.id),
+			Call: Call{Verb: "redrive", Now: t0 + 2, Args: []string{"--id", c.id, "--note=TICKET-1"}}, Code: c.code, Why: whyRefuse})
 	}
+	for _, id := range ids {
+		rs = append(rs, Refusal{What: fmt.Sprintf("%s (%s) again with qty 8 instead of 7", id, stateReason(before[id].Job)),
+			Call: Call{Verb: "enqueue", Now: t0 + 2, Args: []string{"--id", id, "--qty", "8"}}, Code: 7, Why: whyConflict})
+	}
+	h.ExpectRefusedInTurn(rs, before)
+
+	rs = nil
+	for _, note := range []string{"needs a look", "TICKET-\u00fc", "TICKET\t42", "-x42", strings.Repeat("x", 65)} {
+		rs = append(rs, Refusal{What: fmt.Sprintf("r-dead and note %q", note),
+			Call: Call{Verb: "redrive", Now: t0 + 2, Args: []string{"--id", "r-dead", "--note=" + note}}, Code: 3, Why: whyNote})
+	}
+	rs = append(rs,
+		Refusal{What: "an unknown id", Call: Call{Verb: "investigate", Now: t0 + 2, Args: []string{"--id", "no-such-order", "--note=INV-1"}},
+			Code: 8, Why: "there is no job to have looked at: not found (exit 8), and no investigation row for a job that does not exist"},
+		Refusal{What: "r-dead and a free-text note", Call: Call{Verb: "investigate", Now: t0 + 2, Args: []string{"--id", "r-dead", "--note=looked at it"}},
+			Code: 3, Why: whyNote},
+		Refusal{What: "an unknown id", Call: Call{Verb: "show", Now: -1, Args: []string{"--id", "no-such-order"}},
+			Code: 8, Why: "not found is exit 8 (CONTRACT §6), so a script can tell a missing job from a broken queue"},
+	)
+	h.ExpectRefused(rs, before)
+
+	// Duplicates of a job in every state: accepted, and nothing changes.
+	var dups []Call
+	for _, id := range ids {
+		dups = append(dups, Call{Verb: "enqueue", Now: t0 + 2, Args: []string{"--id", id, "--qty", "7"}})
+	}
+	runs := h.ExpectNoWrite("a duplicate changes nothing (CONTRACT §2 enqueue): a dead job is not revived (only a redrive "+
+		"brings it back, with its audit row), a done one not reset, and not even updated_at moves", dups, before)
+	for i, id := range ids {
+		what := fmt.Sprintf("enqueue of %s (%s) again with the same qty", id, stateReason(before[id].Job))
+		h.ExpectExit(what+" succeeds", 0, runs[i], "a client that lost the answer retries; the retry must succeed, not fail, whatever became of the order since")
+		var e Enqueued
+		h.parse(runs[i], &e)
+		h.Equal(what+": reported as a duplicate", true, e.Duplicate, "the client learns its first submission already counted")
+	}
+
+	// Investigations in every state: recorded, and the job never changes.
+	var invs []Call
+	for _, id := range ids {
+		invs = append(invs, Call{Verb: "investigate", Now: t0 + 3, Args: []string{"--id", id, "--note=INV-" + id}})
+	}
+	runs = h.CallsInTurn(invs)
+	for i, id := range ids {
+		what := fmt.Sprintf("investigate %s (%s)", id, stateReason(before[id].Job))
+		h.ExpectExit(what, 0, runs[i], "a person may look at a job in any state")
+		var v Investigated
+		h.parse(runs[i], &v)
+		h.Equal(what+": the answer is the investigation row", fmt.Sprintf("%+v", Investigation{JobID: id, AtMs: t0 + 3, Note: "INV-" + id}),
+			fmt.Sprintf("%+v", v.Investigation), "the operator sees what was recorded (CONTRACT §3)")
+	}
+	looked := h.ShowAll(ids...)
+	for _, id := range ids {
+		h.Equal(fmt.Sprintf("after the refusals, the duplicate and the investigation, %s is unchanged, with one investigation and no redrive", id),
+			fmt.Sprintf("%s redrives=0 investigations=[%+v]", before[id].Job.Canon, Investigation{JobID: id, AtMs: t0 + 3, Note: "INV-" + id}),
+			fmt.Sprintf("%s redrives=%d investigations=%+v", looked[id].Job.Canon, len(looked[id].Redrives), looked[id].Investigations),
+			"looking is not fixing: investigate adds its row and never changes the job (CONTRACT §2) — not its state, "+
+				"not its lease, not updated_at — so a dead job stays quarantined and a leased one stays its holder's")
+	}
+
 	// The audit row and the state change are one transaction: make the change
 	// fail after the audit row may have been written, and look for the row.
 	trap := h.TrapUpdates("r-dead")
@@ -62,14 +134,6 @@ func runStep5(h *Harness) {
 		before["r-dead"].Job.Canon+" redrives=0", fmt.Sprintf("%s redrives=%d", s.Job.Canon, len(s.Redrives)),
 		"the audit row and the state change commit together or not at all: an audit row for a redrive that did "+
 			"not happen (written in its own transaction, before the change failed) is a false record")
-
-	after := h.ShowAll(ids...)
-	for _, id := range ids {
-		h.Equal(fmt.Sprintf("after the refusals, %s is unchanged and has no redrive row", id),
-			before[id].Job.Canon+" redrives=0",
-			fmt.Sprintf("%s redrives=%d", after[id].Job.Canon, len(after[id].Redrives)),
-			"a refused redrive writes nothing (CONTRACT §6): no half-redrive, no audit row for something that did not happen")
-	}
 
 	// The redrive itself, with the longest note allowed: the other side of the
 	// 65-byte refusal above.
@@ -113,4 +177,54 @@ func runStep5(h *Harness) {
 		"this is the stale completion the kept token exists to refuse: A's token 1 must not finish B's run")
 	f := h.MustFinish("r-dead", c.Job.Token, "ok", at+3)
 	h.Equal("B finishes with its own token", "done", f.State, "the current holder's outcome is recorded")
+}
+
+// redriveHistory: two jobs redriven and investigated in turn; show lists every
+// row of the one asked for, oldest first, and none of the other's.
+func redriveHistory(h *Harness) {
+	h.UseQueue("queue-history.db")
+	h.Init()
+	h.MustEnqueue("h-1", 7, t0, "--max-attempts", "1")
+	h.MustEnqueue("h-2", 7, t0)
+	held := h.ClaimAll("A", 2, t0, 30000)
+	h.MustFinish("h-1", held["h-1"].Token, "permanent", t0+1)
+	h.MustFinish("h-2", held["h-2"].Token, "permanent", t0+1)
+	investigate := func(id, note string, at int64) {
+		v := h.Investigate(id, note, at)
+		h.ExpectExit(fmt.Sprintf("investigate %s with note %s", id, note), 0, v.Run, "the step builds a job's history")
+	}
+	redrive := func(id, note string, at int64) {
+		r := h.Redrive(id, note, at)
+		h.ExpectExit(fmt.Sprintf("redrive of the dead job %s with note %s", id, note), 0, r.Run, "the step builds a job's history")
+	}
+	investigate("h-1", "INV-1", t0+10)
+	redrive("h-1", "FIX-1", t0+20)
+	investigate("h-2", "INV-OTHER", t0+21)
+	redrive("h-2", "FIX-OTHER", t0+22)
+	c := h.Claim("B", t0+30, 30000)
+	h.Equal("B claims the redriven h-1 (due since t0+20, before h-2)", "h-1 token=2", fmt.Sprintf("%s token=%d", c.Job.ID, c.Job.Token),
+		"a redriven job is due at once, and keeps counting tokens")
+	f := h.MustFinish("h-1", c.Job.Token, "retry", t0+31)
+	h.Equal("h-1's only attempt fails again", "dead(exhausted)", stateReason(*f), "its budget after the redrive is one attempt")
+	investigate("h-1", "INV-2", t0+40)
+	redrive("h-1", "FIX-2", t0+50)
+	investigate("h-1", "INV-3", t0+60)
+
+	s := h.MustShow("h-1")
+	wantRd := []Redrive{
+		{JobID: "h-1", PrevToken: 1, PrevReason: "permanent", AtMs: t0 + 20, Note: "FIX-1"},
+		{JobID: "h-1", PrevToken: 2, PrevReason: "exhausted", AtMs: t0 + 50, Note: "FIX-2"},
+	}
+	wantInv := []Investigation{
+		{JobID: "h-1", AtMs: t0 + 10, Note: "INV-1"},
+		{JobID: "h-1", AtMs: t0 + 40, Note: "INV-2"},
+		{JobID: "h-1", AtMs: t0 + 60, Note: "INV-3"},
+	}
+	why := "show is how a person reconstructs what happened to an order: every redrive and every investigation of " +
+		"that job, oldest first (CONTRACT §3), and nothing of another job's"
+	h.Equal("show h-1 lists its two redrives, oldest first, with the token and reason each one ended",
+		fmt.Sprintf("%+v", wantRd), fmt.Sprintf("%+v", s.Redrives), why)
+	h.Equal("show h-1 lists its three investigations, oldest first", fmt.Sprintf("%+v", wantInv), fmt.Sprintf("%+v", s.Investigations), why)
+	h.Equal("…and h-1 is pending again after FIX-2, with its token kept", "pending token=2 attempts=0",
+		fmt.Sprintf("%s token=%d attempts=%d", s.Job.State, s.Job.Token, s.Job.Attempts), "each redrive restarts the budget and keeps the token")
 }

@@ -1,98 +1,190 @@
 package labsteps
 
 import (
+	"encoding/json"
 	"fmt"
+	"net/http"
+	"strings"
 )
 
 var step6 = Step{
 	Num: 6, Slug: "run-once",
-	Title: "Run-once against the real receiver: only a strict true is ok; BadAck stays leased; 5xx/refused retry; 4xx permanent",
-	Checks: "`sender run-once` posts to a real receiver switched into each fault mode in turn. `{\"ack\":true}` " +
-		"finishes ok (done). `\"ack\":1` and `\"ack\":\"ok\"` are BadAck: exit 20, no finish, the job stays " +
-		"leased under its token. A 503 and a refused connection finish retry (pending at now+backoff). A 422 " +
-		"finishes permanent (dead). The events come in the contract's order, each before the next action.",
+	Title: "Run-once: every row of the classification table; run stops only when nothing is claimable; the receiver's own clauses",
+	Checks: "`sender run-once` posts {id, qty, token} to URL/orders, against the real receiver in each fault mode and " +
+		"against the lab's own fake receiver answering every row of CONTRACT §4's table, one job each. A 2xx with " +
+		"`\"ack\":true` (200, 201, 202, 299) finishes ok (done). Any other ack on a 2xx (1, \"ok\", \"true\", false, " +
+		"missing, a non-JSON or empty body) is BadAck: exit 20, no finish, the job stays leased under its token. A 3xx " +
+		"is exit 21 with the job leased, and the redirect is never followed. A 4xx finishes permanent (dead); a 5xx, a " +
+		"timeout, a reset and a refused connection finish retry (pending at now+backoff). The crash switch fires after " +
+		"a status-0 response too. `sender run` exits 0 on an empty queue and after draining it, and stops at a BadAck " +
+		"(20) or a 3xx (21); a finish that is not applied is exit 12. The receiver applies an id once under 20 " +
+		"simultaneous POSTs, answers another qty 409 and malformed bodies 400, counts every request with a parseable " +
+		"id whatever the answer, and answers an unknown order 404.",
 	Why: "A sender that counts 1 or \"ok\" as success marks undelivered orders done, and nobody ever finds " +
-		"out; one that guesses on an answer it cannot explain buries the evidence. Leaving the job leased lets " +
-		"the lease run out and the next claim bring it back.",
+		"out; one that guesses on an answer it cannot explain buries the evidence, and one that follows a redirect " +
+		"delivers to an address nobody chose. Leaving the job leased lets the lease run out and the next claim bring " +
+		"it back. A receiver that checks and then inserts in two steps applies a resend twice under load.",
 	run: runStep6,
 }
 
+// The parts are independent (each its own queue file and receiver) and run
+// at once; the report shows them one after the other.
 func runStep6(h *Harness) {
-	h.Init()
-	rcv := h.StartReceiver("receiver.db")
-	refused := h.RefusedURL()
-	type tc struct {
-		id     string
-		faults map[string]any
-		url    string
-		code   int
-		status int64
-		ack    string // the response event's ack, as sent (CONTRACT §4)
-		class  string // the finished event's class; "" when there is no finish
-		state  string // after, as stateReason; "" for leased to S under token 1
-		why    string
-	}
-	cases := []tc{
-		{"ok-1", nil, "", 0, 200, "true", "ok", "done",
-			"a 2xx whose ack is the JSON boolean true is the only success"},
-		{"ack-1", map[string]any{"loose_ack": "1"}, "", 20, 200, "1", "", "",
-			"1 is not true: a BadAck is not a success, and the sender must not guess; it exits 20 and leaves the job leased"},
-		{"ack-ok", map[string]any{"loose_ack": "ok"}, "", 20, 200, `"ok"`, "", "",
-			"\"ok\" is not true either: truthy is not strict"},
-		{"busy-1", map[string]any{"loose_ack": "", "fail_next": 1}, "", 0, 503, "false", "retryable", "pending",
-			"a 5xx is temporary: finish retry and let the backoff bring it back"},
-		{"refused-1", nil, refused, 0, 0, "null", "retryable", "pending",
-			"a refused connection is temporary too: the receiver may be restarting"},
-		{"reject-1", map[string]any{"reject_ids": []string{"reject-1"}}, "", 0, 422, "false", "permanent", "dead(permanent)",
-			"a 4xx will be refused again: retrying only wastes attempts, so quarantine it at once"},
-	}
+	h.Parallel(
+		Part{"a: the real receiver in each fault mode", realReceiverCases},
+		Part{"b: other 2xx answers and the ack", twoXXCases},
+		Part{"c: redirects are never followed", threeXXCases},
+		Part{"d: other 4xx and 5xx", fourFiveXXCases},
+		Part{"e: no answer: timeout, reset, refused; the crash switch", transportCases},
+		Part{"f: sender run on an empty queue", runEmpty},
+		Part{"g: sender run drains the queue", runDrains},
+		Part{"h: sender run stops at a BadAck", func(h *Harness) { runStops(h, "h", 20) }},
+		Part{"i: sender run stops at a 3xx", func(h *Harness) { runStops(h, "i", 21) }},
+		Part{"j: a finish that is not applied", staleFinish},
+		Part{"k: the receiver's own clauses", receiverClauses},
+	)
+}
+
+// sendCase is one job, one run-once, and what the contract says becomes of it.
+type sendCase struct {
+	id        string
+	answer    Answer         // the fake receiver's answer (parts b–e)
+	faults    map[string]any // the real receiver's fault modes (part a)
+	url       string         // overrides the part's receiver URL
+	timeoutMs int64          // the sender's --timeout-ms; 0: the contract's default
+	crash     int            // --exit-after-receipt; 0: off
+	code      int            // expected exit code
+	status    int64          // the response event's status
+	ack       string         // the response event's ack, as sent (CONTRACT §4)
+	class     string         // the finished event's class; "" when there is no finish
+	state     string         // after, as stateReason; "" for leased to S under token 1
+	why       string
+}
+
+// leftLeased is the state of a case with no finish.
+const leftLeased = ""
+
+// runCases enqueues every case's job at its own instant (10 ms apart, far
+// less than the smallest backoff, so a retried job never comes back within
+// the part) and runs one sender per job, in order, each at its job's instant:
+// earlier jobs are then finished, backing off or still leased, so each sender
+// claims exactly its own job.
+func runCases(h *Harness, url string, fake *FakeReceiver, rcv *Receiver, cases []sendCase) {
 	for i, c := range cases {
 		h.MustEnqueue(c.id, 7, t0+int64(i)*10)
+		if fake != nil {
+			fake.On(c.id, c.answer)
+		}
 	}
+	runs := make([]SenderRun, len(cases))
+	ids := make([]string, len(cases))
 	for i, c := range cases {
-		now := t0 + int64(i)*10
 		h.Section(c.id)
 		if c.faults != nil {
 			rcv.SetFaults(c.faults)
 		}
-		url := rcv.URL
+		u := url
 		if c.url != "" {
-			url = c.url
+			u = c.url
 		}
-		run := h.RunSender("S", SenderOpts{URL: url, Now: now, LeaseMs: 30000})
-		what := fmt.Sprintf("%s: sender run-once", c.id)
-		claimed, ok := run.Event("claimed")
-		h.Check(what+" claims the job", ok && claimed.Str("id") == c.id, c.id+" claimed with token 1",
-			fmt.Sprintf("%s; %s", run.Events(), run.Exit()), "this job is the only one due at this instant")
-		resp, ok := run.Event("response")
-		h.Check(what+" reports the response: status and ack as sent", ok && resp.Int("status") == c.status && resp.Raw("ack") == c.ack,
-			fmt.Sprintf(`{"event":"response",…,"status":%d,"ack":%s}`, c.status, c.ack), fmt.Sprintf("%s; %s", run.Events(), trim(resp.Text)),
-			"the response event shows what came back, before the sender acts on it: the evidence of what the receiver said")
-		h.Check(what+" exit code", run.Code == c.code && run.Signal == "", fmt.Sprintf("exit %d", c.code),
-			fmt.Sprintf("%s, after ack %s and events: %s", run.Exit(), resp.Raw("ack"), run.Events()), c.why)
-		wantEvents := "claiming claimed response finished"
-		if c.state == "" {
-			wantEvents = "claiming claimed response"
-		}
-		h.Equal(what+" events, in order", wantEvents, run.Events(),
-			"events come in the contract's order, and a BadAck has no finish: the job is left undecided")
-		if fin, ok := run.Event("finished"); ok {
-			h.Equal(what+" finishes with class", c.class+" applied=true", fmt.Sprintf("%s applied=%s", fin.Str("class"), fin.Raw("applied")),
-				"the class names the classification (ok, retryable, permanent) that chose the outcome")
-		}
-		j := h.MustShow(c.id).Job
-		switch c.state {
-		case "":
-			h.Equal(c.id+": the job is still leased to S under token 1", "leased owner=S token=1",
-				fmt.Sprintf("%s owner=%s token=%d", j.State, show(j.Owner), j.Token), c.why)
-		case "pending":
-			h.Equal(c.id+": pending at now + backoff(id, 1)", fmt.Sprintf("pending available_at=%d", now+expectedBackoff(c.id, 1)),
-				fmt.Sprintf("%s available_at=%d", stateReason(j), j.AvailableAt), c.why)
-		default:
-			h.Equal(c.id+": state", c.state, stateReason(j), c.why)
+		runs[i] = h.RunSender("S", SenderOpts{URL: u, Now: t0 + int64(i)*10, LeaseMs: 30000, TimeoutMs: c.timeoutMs, ExitAfterReceipt: c.crash})
+		ids[i] = c.id
+	}
+	// The jobs are read back all at once, and judged in order: the first
+	// case that went wrong is the one reported.
+	after := h.ShowAll(ids...)
+	for i, c := range cases {
+		h.Section(c.id)
+		judgeCase(h, c, t0+int64(i)*10, runs[i], after[c.id].Job)
+		if fake != nil && c.url == "" {
+			judgePost(h, fake, c, runs[i])
 		}
 	}
-	h.Section("receiver")
+}
+
+// judgeCase checks one run-once against its case: the claim, the response
+// event, the exit code, the events in order, the finish and the job after.
+func judgeCase(h *Harness, c sendCase, now int64, run SenderRun, j Job) {
+	what := fmt.Sprintf("%s: sender run-once", c.id)
+	claimed, ok := run.Event("claimed")
+	h.Check(what+" claims the job", ok && claimed.Str("id") == c.id && claimed.Int("token") == 1, c.id+" claimed with token 1",
+		fmt.Sprintf("%s; %s; %s", run.Events(), trim(claimed.Text), run.Exit()), "this job is the only one due at this instant")
+	resp, ok := run.Event("response")
+	h.Check(what+" reports the response: status and ack as sent", ok && resp.Int("status") == c.status && resp.Raw("ack") == c.ack,
+		fmt.Sprintf(`{"event":"response",…,"status":%d,"ack":%s}`, c.status, c.ack), fmt.Sprintf("%s; %s", run.Events(), trim(resp.Text)),
+		"the response event shows what came back (status 0 and ack null when no HTTP answer came), before the sender acts on it: the evidence of what the receiver said")
+	h.Check(what+" exit code", run.Code == c.code && run.Signal == "", fmt.Sprintf("exit %d", c.code),
+		fmt.Sprintf("%s, after status %d ack %s and events: %s", run.Exit(), resp.Int("status"), resp.Raw("ack"), run.Events()), c.why)
+	wantEvents := "claiming claimed response finished"
+	if c.class == "" {
+		wantEvents = "claiming claimed response"
+	}
+	h.Equal(what+" events, in order", wantEvents, run.Events(),
+		"events come in the contract's order; BadAck, an unexpected answer and the crash switch have no finish: the job is left undecided")
+	if fin, ok := run.Event("finished"); ok {
+		h.Equal(what+" finishes with class", c.class+" applied=true", fmt.Sprintf("%s applied=%s", fin.Str("class"), fin.Raw("applied")),
+			"the class names the classification (ok, retryable, permanent) that chose the outcome")
+	}
+	switch c.state {
+	case leftLeased:
+		h.Equal(c.id+": the job is still leased to S under token 1", "leased owner=S token=1",
+			fmt.Sprintf("%s owner=%s token=%d", stateReason(j), show(j.Owner), j.Token), c.why)
+	case "pending":
+		h.Equal(c.id+": pending at now + backoff(id, 1)", fmt.Sprintf("pending available_at=%d", now+expectedBackoff(c.id, 1)),
+			fmt.Sprintf("%s available_at=%d", stateReason(j), j.AvailableAt), c.why)
+	default:
+		h.Equal(c.id+": state", c.state, stateReason(j), c.why)
+	}
+}
+
+// judgePost checks what the fake receiver got for a case: POSTs to
+// URL/orders whose body is {id, qty, token} with the claimed token; exactly
+// one when an HTTP answer came back.
+func judgePost(h *Harness, fake *FakeReceiver, c sendCase, run SenderRun) {
+	reqs := fake.RequestsFor(c.id)
+	why := "CONTRACT §4: --url is the receiver's base address and the order goes to URL/orders as {\"id\",\"qty\",\"token\"} with the claim's token, which the receiver records to show which grant landed"
+	if !c.answer.Hang && !c.answer.Reset {
+		h.Equal(c.id+": the sender sent exactly one request", 1, len(reqs),
+			"one run-once delivers one job once; it does not resend on its own (the lease and the next claim do that)")
+	}
+	h.Check(c.id+": the sender posted the order", len(reqs) > 0, "a POST /orders carrying id "+c.id,
+		"requests the fake receiver got: "+showRequests(fake.Requests()), why)
+	want := fmt.Sprintf(`POST /orders {"id":%q,"qty":7,"token":1}`, c.id)
+	for _, r := range reqs {
+		h.Equal(c.id+": method, path and body of the POST", want, r.Method+" "+r.Path+" "+canonicalOrder(r.Body), why)
+	}
+}
+
+// canonicalOrder prints an order body as {"id","qty","token"} when it is a
+// JSON object with exactly those members, and as it came otherwise.
+func canonicalOrder(body string) string {
+	var m map[string]json.RawMessage
+	if decodeObject(body, &m) != nil || len(m) != 3 || m["id"] == nil || m["qty"] == nil || m["token"] == nil {
+		return trim(body)
+	}
+	return fmt.Sprintf(`{"id":%s,"qty":%s,"token":%s}`, m["id"], m["qty"], m["token"])
+}
+
+func realReceiverCases(h *Harness) {
+	h.UseQueue("queue-a.db")
+	h.Init()
+	rcv := h.StartReceiver("receiver-a.db")
+	cases := []sendCase{
+		{id: "ok-1", code: 0, status: 200, ack: "true", class: "ok", state: "done",
+			why: "a 2xx whose ack is the JSON boolean true is the only success"},
+		{id: "ack-1", faults: map[string]any{"loose_ack": "1"}, code: 20, status: 200, ack: "1", state: leftLeased,
+			why: "1 is not true: a BadAck is not a success, and the sender must not guess; it exits 20 and leaves the job leased"},
+		{id: "ack-ok", faults: map[string]any{"loose_ack": "ok"}, code: 20, status: 200, ack: `"ok"`, state: leftLeased,
+			why: "\"ok\" is not true either: truthy is not strict"},
+		{id: "busy-1", faults: map[string]any{"loose_ack": "", "fail_next": 1}, code: 0, status: 503, ack: "false", class: "retryable", state: "pending",
+			why: "a 5xx is temporary: finish retry and let the backoff bring it back"},
+		{id: "refused-1", url: h.RefusedURL(), code: 0, status: 0, ack: "null", class: "retryable", state: "pending",
+			why: "a refused connection is temporary too: the receiver may be restarting"},
+		{id: "reject-1", faults: map[string]any{"reject_ids": []string{"reject-1"}}, code: 0, status: 422, ack: "false", class: "permanent", state: "dead(permanent)",
+			why: "a 4xx will be refused again: retrying only wastes attempts, so quarantine it at once"},
+	}
+	runCases(h, rcv.URL, nil, rcv, cases)
+	h.Section("a: what the receiver saw")
 	st := rcv.Stock()
 	h.Equal("the receiver applied ok-1, ack-1 and ack-ok (stock 3×7)", int64(21), st.Stock,
 		"a BadAck means the answer was wrong, not that the order was lost: the receiver did commit it, which is why the job must stay undecided rather than be retried blindly or marked done")
@@ -100,4 +192,311 @@ func runStep6(h *Harness) {
 		fmt.Sprintf("ack-1=%d ack-ok=%d busy-1=%d ok-1=%d refused-1=%d reject-1=%d", st.Requests["ack-1"], st.Requests["ack-ok"],
 			st.Requests["busy-1"], st.Requests["ok-1"], st.Requests["refused-1"], st.Requests["reject-1"]),
 		"each run-once sends exactly one request, and none when the connection is refused")
+}
+
+// refusal is a realistic refusal body.
+func refusal(msg string) string { return `{"ack":false,"error":"` + msg + `"}` }
+
+func twoXXCases(h *Harness) {
+	h.UseQueue("queue-b.db")
+	h.Init()
+	fake := h.StartFakeReceiver()
+	ok := func(id string, status int, body string) sendCase {
+		return sendCase{id: id, answer: Answer{Status: status, Body: body}, code: 0, status: int64(status), ack: "true", class: "ok", state: "done",
+			why: "every 2xx is a success status, not only 200: with the ack exactly true the order is delivered"}
+	}
+	bad := func(id string, status int, body, ack, why string) sendCase {
+		return sendCase{id: id, answer: Answer{Status: status, Body: body}, code: 20, status: int64(status), ack: ack, state: leftLeased,
+			why: why + ": a BadAck, so exit 20 with no finish and the job left leased under its token for the next claim to bring back"}
+	}
+	runCases(h, fake.URL, fake, nil, []sendCase{
+		ok("ok-201", 201, `{"ack":true,"duplicate":false,"stock":7}`),
+		ok("ok-202", 202, `{"ack":true}`),
+		ok("ok-299", 299, `{ "stock" : 7, "ack" : true }`),
+		bad("str-true", 200, `{"ack":"true"}`, `"true"`, `the string "true" is not the JSON boolean true`),
+		bad("ack-false", 200, `{"ack":false,"duplicate":false}`, "false", "a 2xx whose ack is false did not acknowledge the order"),
+		bad("no-ack", 200, `{"duplicate":false,"stock":7}`, "null", "a 2xx with no ack did not acknowledge the order"),
+		bad("upper-ack", 201, `{"ACK":true}`, "null", `the key must be exactly "ack": "ACK" is another member`),
+		bad("bare-true", 200, `true`, "null", "a body that is just true is not an object with an ack"),
+		bad("not-json", 200, `ack=true`, "null", "a body that is not JSON carries no ack"),
+		bad("empty-204", 204, ``, "null", "a 204 has no body, so no ack"),
+	})
+}
+
+func threeXXCases(h *Harness) {
+	h.UseQueue("queue-c.db")
+	h.Init()
+	fake := h.StartFakeReceiver()
+	moved := func(id string, status int, body, ack string) sendCase {
+		return sendCase{id: id, answer: Answer{Status: status, Body: body, Redirect: true}, code: 21, status: int64(status), ack: ack, state: leftLeased,
+			why: "a 3xx is not in the contract's table of answers: an unexpected result, exit 21, no finish, the job left leased; a redirect is never followed, since the order would go to an address nobody configured"}
+	}
+	runCases(h, fake.URL, fake, nil, []sendCase{
+		moved("moved-301", 301, `<a href="/moved/orders">Moved Permanently</a>`, "null"),
+		moved("moved-302", 302, ``, "null"),
+		moved("moved-303", 303, ``, "null"),
+		moved("moved-307", 307, `{"ack":true}`, "true"),
+		moved("moved-308", 308, `{"ack":false,"error":"moved"}`, "false"),
+	})
+	h.Section("c: the redirect target")
+	h.Equal("no request ever reached the redirect target "+MovedPath, "none", showRequests(fake.MovedHits()),
+		"CONTRACT §4: redirects are never followed; following one sends the order where the sender was not told to send it")
+}
+
+func fourFiveXXCases(h *Harness) {
+	h.UseQueue("queue-d.db")
+	h.Init()
+	fake := h.StartFakeReceiver()
+	perm := func(id string, status int) sendCase {
+		return sendCase{id: id, answer: Answer{Status: status, Body: refusal(http.StatusText(status))}, code: 0, status: int64(status), ack: "false",
+			class: "permanent", state: "dead(permanent)",
+			why: "every 4xx is Permanent, not only 422: the receiver will refuse it again, so quarantine it at once instead of spending its attempts"}
+	}
+	retry := func(id string, status int) sendCase {
+		return sendCase{id: id, answer: Answer{Status: status, Body: refusal("try again later")}, code: 0, status: int64(status), ack: "false",
+			class: "retryable", state: "pending",
+			why: "every 5xx is Retryable, not only 503: finish retry, pending again at now + backoff(id, 1)"}
+	}
+	runCases(h, fake.URL, fake, nil, []sendCase{
+		perm("c-400", 400), perm("c-404", 404), perm("c-409", 409), perm("c-451", 451),
+		retry("c-500", 500), retry("c-502", 502), retry("c-504", 504), retry("c-599", 599),
+	})
+}
+
+func transportCases(h *Harness) {
+	h.UseQueue("queue-e.db")
+	h.Init()
+	fake := h.StartFakeReceiver()
+	runCases(h, fake.URL, fake, nil, []sendCase{
+		{id: "hang-1", answer: Answer{Hang: true}, timeoutMs: 300, code: 0, status: 0, ack: "null", class: "retryable", state: "pending",
+			why: "a receiver that accepts and never answers is a timeout once --timeout-ms has passed: Retryable, finish retry, not an unexpected error that leaves the job leased"},
+		{id: "reset-1", answer: Answer{Reset: true}, code: 0, status: 0, ack: "null", class: "retryable", state: "pending",
+			why: "a reset connection is temporary (the receiver may have crashed mid-request): finish retry"},
+		{id: "crash-0", url: h.RefusedURL(), crash: 42, code: 42, status: 0, ack: "null", state: leftLeased,
+			why: "the crash switch fires after every response event, including one with status 0: the sender exits with its code and no finish runs"},
+	})
+}
+
+func runEmpty(h *Harness) {
+	h.UseQueue("queue-f.db")
+	h.Init()
+	fake := h.StartFakeReceiver()
+	run := h.RunSender("S", SenderOpts{Mode: "run", URL: fake.URL, Now: t0})
+	h.Check("sender run on an empty queue exits 0", run.Code == 0 && run.Signal == "", "exit 0; events claiming empty",
+		run.Exit()+"; events: "+run.Events(), "CONTRACT §4: run repeats until nothing is claimable and then exits 0: an empty queue is the normal end, not an error")
+	h.Equal("sender run on an empty queue: events", "claiming empty", run.Events(), "one claim that finds nothing, said with the empty event")
+}
+
+func runDrains(h *Harness) {
+	h.UseQueue("queue-g.db")
+	h.Init()
+	fake := h.StartFakeReceiver()
+	jobs := []struct {
+		id    string
+		a     Answer
+		class string
+		state string
+	}{
+		{"run-ok", Answer{Status: 201, Body: `{"ack":true}`}, "ok", "done"},
+		{"run-retry", Answer{Status: 500, Body: refusal("down")}, "retryable", "pending"},
+		{"run-perm", Answer{Status: 404, Body: refusal("gone")}, "permanent", "dead(permanent)"},
+	}
+	var wantEvents, wantFin, wantStates []string
+	for i, j := range jobs {
+		h.MustEnqueue(j.id, 7, t0+int64(i))
+		fake.On(j.id, j.a)
+		wantEvents = append(wantEvents, "claiming claimed response finished")
+		wantFin = append(wantFin, j.id+" "+j.class)
+		wantStates = append(wantStates, j.id+" "+j.state)
+	}
+	run := h.RunSender("S", SenderOpts{Mode: "run", URL: fake.URL, Now: t0 + 10})
+	why := "CONTRACT §4: run repeats run-once until nothing is claimable; ok, retry and permanent are all decisions, so it goes on to the next job, and exits 0 once the queue has nothing due"
+	h.Check("sender run over three due jobs exits 0", run.Code == 0 && run.Signal == "", "exit 0",
+		run.Exit()+"; events: "+run.Events(), why)
+	h.Equal("sender run: events, one group per job, then empty", strings.Join(wantEvents, " ")+" claiming empty", run.Events(), why)
+	var fin []string
+	for _, l := range run.Lines {
+		if l.Str("event") == "finished" {
+			fin = append(fin, l.Str("id")+" "+l.Str("class"))
+		}
+	}
+	h.Equal("sender run: the jobs in claim order (available_at) and their classes", strings.Join(wantFin, ", "), strings.Join(fin, ", "),
+		"each job is claimed once, oldest first, and classified by its own answer")
+	var states []string
+	for _, j := range jobs {
+		states = append(states, j.id+" "+stateReason(h.MustShow(j.id).Job))
+	}
+	h.Equal("sender run: the jobs after", strings.Join(wantStates, ", "), strings.Join(states, ", "),
+		"the retried job backs off past the held clock, so run does not claim it again")
+}
+
+// runStops gives run a first job whose answer is a BadAck (code 20) or a 3xx
+// (code 21) and a second due job, which must be left untouched.
+func runStops(h *Harness, part string, code int) {
+	h.UseQueue("queue-" + part + ".db")
+	h.Init()
+	fake := h.StartFakeReceiver()
+	first, second := part+"-first", part+"-second"
+	what := "a BadAck (ack \"ok\")"
+	fake.On(first, Answer{Status: 200, Body: `{"ack":"ok"}`})
+	if code == 21 {
+		what = "a 302"
+		fake.On(first, Answer{Status: 302, Redirect: true})
+	}
+	fake.On(second, Answer{Status: 200, Body: `{"ack":true}`})
+	h.MustEnqueue(first, 7, t0)
+	h.MustEnqueue(second, 7, t0+1)
+	run := h.RunSender("S", SenderOpts{Mode: "run", URL: fake.URL, Now: t0 + 10})
+	why := fmt.Sprintf("CONTRACT §4: run stops at the first BadAck or unexpected result and exits as run-once would (%d): "+
+		"an answer the sender cannot explain is for a person to look at, not something to bury under more deliveries", code)
+	h.Check(fmt.Sprintf("sender run stops at %s with exit %d", what, code), run.Code == code && run.Signal == "",
+		fmt.Sprintf("exit %d", code), run.Exit()+"; events: "+run.Events(), why)
+	h.Equal("sender run: events end with the first job's response", "claiming claimed response", run.Events(), why)
+	j1, j2 := h.MustShow(first).Job, h.MustShow(second).Job
+	h.Equal("the first job is left leased to S under token 1", "leased owner=S token=1",
+		fmt.Sprintf("%s owner=%s token=%d", stateReason(j1), show(j1.Owner), j1.Token), why)
+	h.Equal("the second job was never claimed", "pending token=0 attempts=0",
+		fmt.Sprintf("%s token=%d attempts=%d", stateReason(j2), j2.Token, j2.Attempts), why)
+	h.Equal("nothing was posted for the second job", "none", showRequests(fake.RequestsFor(second)), why)
+}
+
+// staleFinish holds the fake's answer while the harness reclaims the job at
+// the end of S's lease, so S finishes with a token that is no longer current.
+func staleFinish(h *Harness) {
+	const lease = 30000
+	h.UseQueue("queue-j.db")
+	h.Init()
+	fake := h.StartFakeReceiver()
+	hold := make(chan struct{})
+	released := false
+	release := func() {
+		if !released {
+			released = true
+			close(hold)
+		}
+	}
+	h.onCleanup(release)
+	fake.On("stale-1", Answer{Status: 200, Body: `{"ack":true}`, Hold: hold})
+	h.MustEnqueue("stale-1", 7, t0)
+	p := h.StartSender("S", SenderOpts{URL: fake.URL, Now: t0, LeaseMs: lease, TimeoutMs: 600000})
+	fake.WaitRequest("stale-1", "S must have claimed stale-1 and posted it before its token can go stale")
+	c := h.Claim("H", t0+lease, lease)
+	h.Check("the harness reclaims stale-1 at S's lease_until with token 2", c.Run.Code == 0 && c.Claimed && c.Job.ID == "stale-1" && c.Job.Token == 2,
+		"stale-1 claimed with token 2", fmt.Sprintf("%s %s", c.Run.Exit(), trim(c.Run.Stdout)),
+		"S's lease has run out on the injected clock, so the job comes back with a new token while S still waits for its answer")
+	h.Action("release the held answer: 200 {\"ack\":true}", noClock)
+	release()
+	run := p.Finish("S's run-once ends once its finish has been refused")
+	why := "CONTRACT §4, §6: when run-once's finish is not applied (its token went stale while it posted) it prints the finished event with applied false and exits 12, so an operator sees that this sender's outcome was discarded"
+	h.Check("S's finish with token 1 is not applied: exit 12", run.Code == 12 && run.Signal == "", "exit 12",
+		run.Exit()+"; events: "+run.Events(), why)
+	h.Equal("S's events", "claiming claimed response finished", run.Events(), why)
+	fin, _ := run.Event("finished")
+	h.Equal("S's finished event says applied false", "ok applied=false", fin.Str("class")+" applied="+fin.Raw("applied"), why)
+	j := h.MustShow("stale-1").Job
+	h.Equal("stale-1 is still leased to H under token 2", "leased owner=H token=2 attempts=2",
+		fmt.Sprintf("%s owner=%s token=%d attempts=%d", stateReason(j), show(j.Owner), j.Token, j.Attempts),
+		"the token is the fence: a stale holder's outcome changes nothing")
+}
+
+// receiverClauses judges CONTRACT §5 directly over HTTP.
+func receiverClauses(h *Harness) {
+	rcv := h.StartReceiver("receiver-k.db")
+	post := func(body string) HTTPAnswer { return h.HTTP(http.MethodPost, rcv.URL+"/orders", body) }
+
+	h.Section("k: 20 simultaneous POSTs of one new id")
+	const n = 20
+	// The harness holds the receiver's file lock while the copies arrive, so
+	// each waits at its first use of the file: a check made outside the
+	// transaction that inserts then meets the other copies' checks.
+	answers := h.PostTogether(rcv.URL, "/orders", `{"id":"k-same","qty":7,"token":1}`, n, rcv.DB)
+	// A copy answered 5xx (say, a receiver that gave up on the busy file)
+	// is tolerated: the sender retries it and the retry is a duplicate. What
+	// is judged is that exactly one copy applied.
+	var fresh, dup, busy, other []string
+	for i, a := range answers {
+		switch {
+		case a.Err == nil && a.Status == 200 && a.Ack() == "true" && a.Member("duplicate") == "false":
+			fresh = append(fresh, fmt.Sprint(i))
+		case a.Err == nil && a.Status == 200 && a.Ack() == "true" && a.Member("duplicate") == "true":
+			dup = append(dup, fmt.Sprint(i))
+		case a.Err == nil && a.Status >= 500 && a.Status <= 599 && a.Ack() != "true":
+			busy = append(busy, fmt.Sprint(i))
+		default:
+			other = append(other, fmt.Sprintf("#%d: %s", i, a))
+		}
+	}
+	whyOnce := "CONTRACT §5: the id and its stock effect are recorded in one transaction, so however many copies arrive at once exactly one applies and the rest are duplicates; a receiver that checks and then inserts in two steps lets several copies see the id as new"
+	otherText := "none other"
+	if len(other) > 0 {
+		otherText = strings.Join(other, "; ")
+	}
+	h.Equal(fmt.Sprintf("%d simultaneous POSTs: every answer is 200 with ack true (or a 5xx the sender would retry)", n), "none other", otherText, whyOnce)
+	h.Equal(fmt.Sprintf("%d simultaneous POSTs: answers with duplicate false, with duplicate true or 5xx", n), fmt.Sprintf("1, %d", n-1),
+		fmt.Sprintf("%d, %d", len(fresh), len(dup)+len(busy)), whyOnce)
+	logged := func(lines []Line, result string) int {
+		k := 0
+		for _, l := range lines {
+			if l.Str("event") == "request" && l.Str("id") == "k-same" && (result == "" || l.Str("result") == result) {
+				k++
+			}
+		}
+		return k
+	}
+	// wait evaluates its condition with the lines locked, hence rcv.lines.
+	if !rcv.wait(func() bool { return logged(rcv.lines, "") >= n }) {
+		h.Check(fmt.Sprintf("the receiver logs %d requests for k-same", n), false, fmt.Sprintf("%d request lines", n),
+			fmt.Sprintf("%d request lines", logged(rcv.Lines(), "")), "CONTRACT §5: one JSON line per request")
+	}
+	applied := logged(rcv.Lines(), "applied")
+	st := rcv.Stock()
+	h.Equal(fmt.Sprintf("%d simultaneous POSTs: stock, orders, requests, applied log lines", n), fmt.Sprintf("stock=7 orders=1 requests=%d applied=1", n),
+		fmt.Sprintf("stock=%d orders=%d requests=%d applied=%d", st.Stock, st.Orders, st.Requests["k-same"], applied), whyOnce)
+
+	h.Section("k: another qty, malformed bodies, faults")
+	type probe struct {
+		what, body string
+		faults     map[string]any
+		status     int
+		why        string
+	}
+	probes := []probe{
+		{"the same id with another qty", `{"id":"k-same","qty":8,"token":2}`, nil, 409,
+			"CONTRACT §5: same id, other qty is a conflict (409): nothing is added and the first qty stands"},
+		{"a body that is not JSON", `id=k-nojson&qty=7`, nil, 400, "CONTRACT §5: a malformed body is 400"},
+		{"an unknown field", `{"id":"k-extra","qty":7,"token":1,"note":"x"}`, nil, 400,
+			"CONTRACT §5: unknown fields are malformed (400), so a sender's typo shows up instead of being ignored"},
+		{"qty 0", `{"id":"k-qty0","qty":0,"token":1}`, nil, 400, "CONTRACT §1: qty is 1 to 1000000"},
+		{"a token that is a string", `{"id":"k-tok","qty":7,"token":"1"}`, nil, 400, "CONTRACT §5: the token is an integer"},
+		{"an invalid id", `{"id":"k bad id","qty":7,"token":1}`, nil, 400, "CONTRACT §1: the id's pattern has no spaces"},
+		{"fail_next 1", `{"id":"k-503","qty":7,"token":1}`, map[string]any{"fail_next": 1}, 503,
+			"CONTRACT §5: fail_next answers 503 before touching the order"},
+		{"reject_ids", `{"id":"k-422","qty":7,"token":1}`, map[string]any{"reject_ids": []string{"k-422"}}, 422,
+			"CONTRACT §5: reject_ids answers 422"},
+	}
+	for _, p := range probes {
+		if p.faults != nil {
+			rcv.SetFaults(p.faults)
+		}
+		a := post(p.body)
+		h.Check(fmt.Sprintf("POST /orders with %s: status and ack", p.what), a.Err == nil && a.Status == p.status && a.Ack() == "false",
+			fmt.Sprintf(`%d {"ack":false,"error":"…"}`, p.status), a.String(), p.why+`; every refusal's body is {"ack":false,"error":"…"}`)
+	}
+	st2 := rcv.Stock()
+	got := fmt.Sprintf("stock=%d orders=%d", st2.Stock, st2.Orders)
+	for _, id := range []string{"k-same", "k-extra", "k-qty0", "k-tok", "k-503", "k-422"} {
+		got += fmt.Sprintf(" %s=%d", id, st2.Requests[id])
+	}
+	h.Equal("every request with a parseable id is counted, whatever the answer; nothing refused is added",
+		fmt.Sprintf("stock=7 orders=1 k-same=%d k-extra=1 k-qty0=1 k-tok=1 k-503=1 k-422=1", n+1), got,
+		"CONTRACT §5: every POST /orders with a parseable id counts as one request for that id, whatever the answer (409, 400, 503, 422): the count is the evidence of what arrived")
+	o := h.HTTP(http.MethodGet, rcv.URL+"/orders/k-same", "")
+	h.Equal("GET /orders/k-same after the conflict", fmt.Sprintf(`200 qty=7 requests=%d`, n+1),
+		fmt.Sprintf("%d qty=%s requests=%s", o.Status, o.Member("qty"), o.Member("requests")),
+		"a conflict changes nothing: the first qty stands")
+	for _, id := range []string{"k-unknown", "k-extra"} {
+		a := h.HTTP(http.MethodGet, rcv.URL+"/orders/"+id, "")
+		h.Equal("GET /orders/"+id+" (never applied) is 404", 404, a.Status,
+			"CONTRACT §5: an order that was never applied is not found; a refused request is counted but is not an order")
+	}
 }

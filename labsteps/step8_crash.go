@@ -100,15 +100,18 @@ func afterCrash(h *Harness, rcv *Receiver, id string) {
 	done := h.MustShow(id).Job
 	h.Equal("the job is done under token 2", "done token=2", fmt.Sprintf("%s token=%d", stateReason(done), done.Token),
 		"B's outcome is recorded: the order is delivered once, and the queue says so")
-	late := h.Finish(id, 1, "ok", lu+1)
+	late := h.finishFor("A", id, 1, "ok", lu+1)
 	h.ExpectNotApplied("A's late finish with token 1", late, done,
 		"A's token 1 is stale: if it could still finish, a sender that paused past its lease could overwrite the outcome of the one that took over")
+	h.summarize(fmt.Sprintf("stock +%d once for %d requests · %s done under token %d · A's late token 1 refused, nothing changed",
+		st.Stock, o.Requests, id, done.Token))
 }
 
 // realClock repeats the story without --now-ms: the lease really runs out.
 func realClock(h *Harness) {
 	const lease = 200
 	h.UseQueue("queue-c.db")
+	h.markEpoch()
 	h.Init()
 	h.MustEnqueue("o-3", 7, -1)
 	rcv := h.StartReceiver("receiver-c.db")
@@ -148,6 +151,8 @@ func realClock(h *Harness) {
 	done := h.MustShow("o-3").Job
 	h.Equal("o-3 is done under token 2", "done token=2", fmt.Sprintf("%s token=%d", stateReason(done), done.Token),
 		"the reclaim's outcome is recorded")
-	h.ExpectNotApplied("A's late finish with token 1 (real clock)", h.Finish("o-3", 1, "ok", -1), done,
+	h.ExpectNotApplied("A's late finish with token 1 (real clock)", h.finishFor("A", "o-3", 1, "ok", -1), done,
 		"a stale token is refused whatever the time")
+	h.summarize(fmt.Sprintf("stock +%d once for %d requests · o-3 done under token %d · A's late token 1 refused, nothing changed",
+		st.Stock, o.Requests, done.Token))
 }

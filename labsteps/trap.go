@@ -10,9 +10,11 @@ import (
 // the harness adds a trigger to the file that aborts the statement. It is how
 // step 5 makes a redrive fail after its audit row and before its state change
 // and then checks that the audit row went with it. The jobs table is part of
-// the contract (queue/schema.sql), so this works for any implementation; it
-// is, with WriteLock, the only place the lab opens the queue file itself,
-// and the trigger is gone before anything is judged.
+// the contract (CONTRACT §2: graders may rely on table jobs keyed by id), so
+// this works for any implementation that keeps to it, and says so plainly
+// when the table is missing. It is, with WriteLock, the only place the lab
+// opens the queue file itself, and the trigger is gone before anything is
+// judged.
 type Trap struct {
 	h    *Harness
 	name string
@@ -53,6 +55,12 @@ func (t *Trap) exec(stmt string) {
 		if cerr := db.Close(); err == nil {
 			err = cerr
 		}
+	}
+	if err != nil && strings.Contains(err.Error(), "no such table") {
+		h.Fatalf("the queue file has the table `jobs` keyed by `id`", "the schema of queue/schema.sql (CONTRACT §2)",
+			"CONTRACT §2 makes the queue file's schema part of the contract: graders may rely on the table jobs and its "+
+				"id column, and this step adds a trigger on it to make one update fail on purpose",
+			"no table jobs in %s (%v)", h.DB, err)
 	}
 	if err != nil {
 		h.Fatalf("the harness changes its trap in the queue file", "the statement succeeds", why, "%s: %v", stmt, err)

@@ -138,6 +138,25 @@ func transient(err error) bool {
 		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
 }
 
+// TransportError names a transport failure for the response event's optional
+// "error" member (CONTRACT.md §4): "connection refused", "timeout",
+// "connection reset", "connection closed", or the error's own text, so an
+// operator reading a status-0 response knows what happened on the wire.
+func TransportError(err error) string {
+	var ne net.Error
+	switch {
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "connection refused"
+	case errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()):
+		return "timeout"
+	case errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE):
+		return "connection reset"
+	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
+		return "connection closed"
+	}
+	return strings.ReplaceAll(err.Error(), "\n", "; ")
+}
+
 // Sender delivers jobs from Queue to the receiver at URL as Owner.
 type Sender struct {
 	Queue   *queue.Queue
@@ -186,6 +205,7 @@ type Event struct {
 	LeaseUntil int64
 	Status     int
 	Ack        json.RawMessage // nil: none
+	Error      string          // response: the transport error when no HTTP response came; "" otherwise
 	Class      Class
 	Applied    bool
 	State      queue.State  // "": job unknown
@@ -228,7 +248,8 @@ func (e Event) MarshalJSON() ([]byte, error) {
 			Token  int64           `json:"token"`
 			Status int             `json:"status"`
 			Ack    json.RawMessage `json:"ack"`
-		}{e.Kind, e.ID, e.Token, e.Status, ack}
+			Error  string          `json:"error,omitempty"`
+		}{e.Kind, e.ID, e.Token, e.Status, ack, e.Error}
 	case "finished":
 		v = struct {
 			Event   string  `json:"event"`
@@ -261,7 +282,11 @@ func (e Event) String() string {
 		if e.Ack == nil {
 			ack = "none"
 		}
-		return fmt.Sprintf("response %s token=%d status=%d ack=%s", e.ID, e.Token, e.Status, ack)
+		s := fmt.Sprintf("response %s token=%d status=%d ack=%s", e.ID, e.Token, e.Status, ack)
+		if e.Error != "" {
+			s += " error=" + e.Error
+		}
+		return s
 	case "finished":
 		s := fmt.Sprintf("finished %s token=%d class=%s applied=%t state=%s", e.ID, e.Token, e.Class, e.Applied, e.State)
 		if e.Reason != "" {
@@ -328,7 +353,11 @@ func (s *Sender) RunOnce(ctx context.Context) (Result, error) {
 	status, body, postErr := s.post(ctx, job)
 	res.Status = status
 	res.Ack, _ = Ack(body)
-	if err := s.emit(Event{Kind: "response", ID: job.ID, Token: job.Token, Status: status, Ack: res.Ack}); err != nil {
+	var terr string
+	if status == 0 && postErr != nil {
+		terr = TransportError(postErr)
+	}
+	if err := s.emit(Event{Kind: "response", ID: job.ID, Token: job.Token, Status: status, Ack: res.Ack, Error: terr}); err != nil {
 		return res, err
 	}
 	if s.ExitAfterReceipt != nil {

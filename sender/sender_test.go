@@ -403,6 +403,9 @@ func TestEventText(t *testing.T) {
 			"claimed o-1 qty=7 token=2 attempt=2 lease_until=9"},
 		{sender.Event{Kind: "response", ID: "o-1", Token: 1}, `{"event":"response","id":"o-1","token":1,"status":0,"ack":null}`,
 			"response o-1 token=1 status=0 ack=none"},
+		{sender.Event{Kind: "response", ID: "o-1", Token: 1, Error: "connection refused"},
+			`{"event":"response","id":"o-1","token":1,"status":0,"ack":null,"error":"connection refused"}`,
+			"response o-1 token=1 status=0 ack=none error=connection refused"},
 		{sender.Event{Kind: "finished", ID: "o-1", Token: 1, Class: sender.ClassPermanent, Applied: true, State: queue.Dead, Reason: queue.ReasonPermanent},
 			`{"event":"finished","id":"o-1","token":1,"class":"permanent","applied":true,"state":"dead","reason":"permanent"}`,
 			"finished o-1 token=1 class=permanent applied=true state=dead reason=permanent"},
@@ -419,5 +422,22 @@ func TestEventText(t *testing.T) {
 				t.Errorf("text = %q, want %q", got, want)
 			}
 		})
+	}
+}
+
+func TestTransportError(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want string
+	}{
+		{&net.OpError{Op: "dial", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}, "connection refused"},
+		{context.DeadlineExceeded, "timeout"},
+		{&net.OpError{Op: "read", Err: os.NewSyscallError("read", syscall.ECONNRESET)}, "connection reset"},
+		{io.EOF, "connection closed"},
+		{errors.New("tls: bad certificate\nmore"), "tls: bad certificate; more"},
+	} {
+		if got := sender.TransportError(tc.err); got != tc.want {
+			t.Errorf("TransportError(%v) = %q, want %q", tc.err, got, tc.want)
+		}
 	}
 }

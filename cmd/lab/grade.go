@@ -7,11 +7,13 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
 	"time"
 
+	"snacklab/containers"
 	"snacklab/internal/cliflag"
 	"snacklab/internal/grade"
 	"snacklab/internal/isolate"
@@ -20,15 +22,18 @@ import (
 const gradeUsage = `usage: lab grade [flags] SUBMISSION...
 
 Grades a cohort. A SUBMISSION is a learner's copy of the module (a directory
-with go.mod: built offline with a time limit) or a directory of executables
-queuectl, sender and receiver (any language). Each step runs in its own
-process group with a time limit; whatever a submission does, it costs only
-its own steps. Flags may come before or after the submissions.
+with go.mod) or a directory of static executables queuectl, sender and
+receiver. By default every submission is built and run in Docker containers:
+no network, a read-only root, an unprivileged user, memory, CPU, pids and
+wall-clock limits (see --memory, --cpus, --pids, --wall); it needs a Docker
+engine. --trusted builds and runs on this machine instead, for code you
+trust (your own, the reference). Every report says which mode graded it.
+Flags may come before or after the submissions.
 
 Writes, in --out DIR:
   DIR/NAME/results.json  Gradescope's format (points per step)
   DIR/NAME/junit.xml     JUnit XML;  DIR/NAME/report.html  the lab's report
-  DIR/NAME/logs/         work dirs of failing steps;  DIR/NAME/bin/  the build
+  DIR/NAME/logs/         work dirs of failing steps (--trusted);  DIR/NAME/bin/  the build
   DIR/grades.csv, grades.md, grades.html   the cohort: submission × step
   DIR/shard.json         which slice of which cohort (for lab merge)
 
@@ -50,7 +55,11 @@ cohorts, overlapping shards and missing shards.
 type gradeOptions struct {
 	out, points, shard, gocache, isolate string
 	runs, jobs, parallel                 int
-	timeout, buildTimeout                time.Duration
+	timeout, buildTimeout, wall          time.Duration
+	trusted                              bool
+	memory, buildMemory                  int64
+	pids                                 int64
+	cpus                                 float64
 }
 
 func newGradeFlags(o *gradeOptions) *flag.FlagSet {
@@ -63,8 +72,14 @@ func newGradeFlags(o *gradeOptions) *flag.FlagSet {
 	cliflag.IntVar(fs, &o.parallel, "parallel", 0, "steps of one submission run at once (default: all)")
 	fs.DurationVar(&o.timeout, "timeout", 60*time.Second, "time limit of one step")
 	fs.DurationVar(&o.buildTimeout, "build-timeout", 5*time.Minute, "time limit of one submission's go build")
-	fs.StringVar(&o.gocache, "gocache", "", "GOCACHE for the builds (default: go's own)")
-	fs.StringVar(&o.isolate, "isolate", "", "`docker`: run each submission's steps in a container with no network, a read-only root, and memory, pids, CPU and wall-clock limits (needs a Docker engine and a static lab binary)")
+	fs.StringVar(&o.gocache, "gocache", "", "GOCACHE for the builds (default: go's own with --trusted; isolated builds use a directory of their own under the user's cache dir, handed to the containers' user: never give them the host's own cache)")
+	fs.BoolVar(&o.trusted, "trusted", false, "the code is trusted: build and run it on this machine as your user, without containers (processes still get a minimal environment, a cgroup and a memory limit where possible)")
+	fs.StringVar(&o.isolate, "isolate", "docker", "where untrusted code runs: `docker` (the default; --trusted turns it off)")
+	fs.Int64Var(&o.memory, "memory", isolate.DefaultMemory>>20, "isolated: memory limit of one submission's container, in MiB (its processes and its tmpfs work dirs)")
+	fs.Float64Var(&o.cpus, "cpus", isolate.DefaultCPUs, "isolated: CPUs one submission's container may use")
+	fs.Int64Var(&o.pids, "pids", isolate.DefaultPIDs, "isolated: processes and threads alive at once in one container")
+	fs.DurationVar(&o.wall, "wall", 0, "isolated: wall-clock limit of one submission's container (default: --timeout × rounds of steps + 30s)")
+	fs.Int64Var(&o.buildMemory, "build-memory", isolate.DefaultBuildMemory>>20, "isolated: memory limit of one build's container, in MiB")
 	fs.StringVar(&o.shard, "shard", "", "grade slice `i/n` of the cohort (0 <= i < n): the submissions sorted by name at positions i, i+n, i+2n, …")
 	return fs
 }
@@ -107,6 +122,9 @@ func runGrade(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return usageErr{"grade: " + err.Error()}
 		}
 	}
+	if cfg.Points.CrashPoints() > 0 && !o.trusted {
+		return usageErr{"grade: --points " + grade.CrashName + "=N traces the submission's processes with ptrace, which the isolation boundary does not grant: grade crash verification of code you trust with --trusted, or run `lab crash --bin DIR` on it yourself (docs/crash.md)"}
+	}
 	if o.shard != "" {
 		if cfg.Shard, err = grade.ParseShard(o.shard); err != nil {
 			return usageErr{"grade: " + err.Error()}
@@ -123,17 +141,23 @@ func runGrade(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	cfg.Worker = []string{exe, "grade"}
 	cfg.Lab = exe
-	switch o.isolate {
-	case "":
-	case "docker":
-		eng, err := isolate.New(ctx, exe)
-		if err != nil {
-			return fmt.Errorf("grade: --isolate docker: %w", err)
-		}
-		defer eng.Close()
-		cfg.RunLab = eng.Runner(isolate.Limits{})
+	switch {
+	case o.trusted:
+	case o.isolate != "docker":
+		return usageErr{fmt.Sprintf("grade: --isolate %q: the only isolation is docker (the default); for code you trust, --trusted", o.isolate)}
+	case o.memory < 32 || o.pids < 16 || o.cpus < 0.01 || o.wall < 0 || o.buildMemory < 256:
+		return usageErr{"grade: --memory is at least 32 (MiB), --pids 16, --cpus 0.01, --build-memory 256 (MiB), --wall >= 0"}
 	default:
-		return usageErr{fmt.Sprintf("grade: --isolate %q: the only isolation is docker. Try: lab grade --isolate docker …", o.isolate)}
+		steps := 8
+		if cfg.Points != nil {
+			steps = len(cfg.Points.Steps())
+		}
+		b, closeEngine, err := isolatedBoundary(ctx, exe, o, steps, stdout)
+		if err != nil {
+			return err
+		}
+		defer closeEngine()
+		cfg.Boundary = b
 	}
 
 	cohort := grade.Discover(paths)
@@ -146,11 +170,15 @@ func runGrade(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if points == nil {
 		points = grade.DefaultPoints()
 	}
-	fmt.Fprintf(stdout, "snacklab grade: %d submission(s)%s, %d step(s), %d run(s) each, %d at once → %s\n",
-		len(mine), scope, len(points.Steps()), o.runs, o.jobs, o.out)
+	mode := grade.TrustedMode
+	if cfg.Boundary != nil {
+		mode = cfg.Boundary.Mode
+	}
+	fmt.Fprintf(stdout, "snacklab grade: %d submission(s)%s, %d step(s), %d run(s) each, %d at once → %s\ngraded %s\n",
+		len(mine), scope, len(points.Steps()), o.runs, o.jobs, o.out, mode)
 	for _, s := range mine {
 		if s.Kind == grade.KindInvalid {
-			fmt.Fprintf(stderr, "lab grade: %s %v\n", s.Path, s.Err)
+			fmt.Fprintf(stderr, "lab grade: %s %v\n", grade.Clean(s.Path), s.Err)
 		}
 	}
 	rep, err := grade.Grade(ctx, cfg, paths)
@@ -161,7 +189,7 @@ func runGrade(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if n := len(rep.Invalid); n > 0 {
 		var names []string
 		for _, s := range rep.Invalid {
-			names = append(names, s.Path)
+			names = append(names, grade.Clean(s.Path))
 		}
 		return usageErr{fmt.Sprintf("grade: %d submission(s) not graded, recorded with 0 points: %s", n, strings.Join(names, ", "))}
 	}
@@ -216,4 +244,73 @@ func runMerge(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	fmt.Fprintf(stdout, "merged %d shard(s): %d submission(s) → %s\n", rep.Shards, len(rep.Records), filepath.Join(*out, "grades.{csv,md,html}"))
 	return nil
+}
+
+// isolatedBoundary connects to the Docker engine and makes the boundary a
+// cohort is built and graded in. The lab binary put in the grading image
+// must be static: when this one is not (built with cgo, as `go build` does
+// where gcc is present), a static copy is built from the module in the
+// current directory, or the error says the exact command.
+func isolatedBoundary(ctx context.Context, exe string, o gradeOptions, steps int, stdout io.Writer) (*grade.Boundary, func(), error) {
+	lab, cleanup, err := staticLab(ctx, exe, stdout)
+	if err != nil {
+		return nil, nil, err
+	}
+	eng, err := isolate.New(ctx, lab)
+	cleanup()
+	if errors.Is(err, isolate.ErrNoEngine) {
+		return nil, nil, fmt.Errorf("grade: isolating the submissions needs a Docker engine (%w); start one, or, only for code you trust, grade with --trusted", err)
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("grade: %w", err)
+	}
+	lim := isolate.Limits{Memory: o.memory << 20, PIDs: o.pids, CPUs: o.cpus, Wall: o.wall}
+	gocache := o.gocache
+	if gocache == "" {
+		if gocache, err = isolate.DefaultGoCache(); err != nil {
+			eng.Close()
+			return nil, nil, err
+		}
+	}
+	wall := o.wall
+	if wall == 0 {
+		par := o.parallel
+		if par <= 0 || par > steps {
+			par = steps
+		}
+		wall = time.Duration((steps+par-1)/par)*o.timeout + isolate.WallGrace
+	}
+	b := &grade.Boundary{
+		Mode: fmt.Sprintf("isolated in Docker: built and run in containers with no network, a read-only root, an unprivileged user; %d MiB, %g CPU, %d pids, %v wall clock per submission",
+			o.memory, o.cpus, o.pids, wall),
+		Build: eng.BuildFunc(gocache, isolate.Limits{Memory: o.buildMemory << 20}),
+		Run:   grade.StepRunner(eng.Runner(lim)),
+	}
+	return b, func() { eng.Close() }, nil
+}
+
+// staticLab returns a static lab binary: exe itself, or one built into a
+// temporary directory from the snacklab module in the current directory.
+func staticLab(ctx context.Context, exe string, stdout io.Writer) (string, func(), error) {
+	nothing := func() {}
+	if containers.CheckStatic(exe) == nil {
+		return exe, nothing, nil
+	}
+	const cmd = "CGO_ENABLED=0 go build -o bin/ ./cmd/..."
+	mod, err := os.ReadFile("go.mod")
+	if err != nil || !strings.HasPrefix(strings.TrimSpace(string(mod)), "module snacklab") {
+		return "", nil, fmt.Errorf("grade: %s is dynamically linked, and the grading containers have no libc: rebuild it static with `%s` in the snacklab module (or grade trusted code with --trusted)", exe, cmd)
+	}
+	dir, err := os.MkdirTemp("", "snacklab-lab-*")
+	if err != nil {
+		return "", nil, err
+	}
+	fmt.Fprintf(stdout, "lab grade: %s is dynamically linked; building a static lab for the containers (%s)\n", exe, cmd)
+	b := exec.CommandContext(ctx, "go", "build", "-o", filepath.Join(dir, "lab"), "./cmd/lab")
+	b.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := b.CombinedOutput(); err != nil {
+		os.RemoveAll(dir)
+		return "", nil, fmt.Errorf("grade: building a static lab: %v\n%s\nbuild it yourself with `%s`", err, out, cmd)
+	}
+	return filepath.Join(dir, "lab"), func() { os.RemoveAll(dir) }, nil
 }

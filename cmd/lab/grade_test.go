@@ -2,7 +2,9 @@ package main_test
 
 import (
 	"encoding/json"
+	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -62,7 +64,7 @@ func TestGradeCLI(t *testing.T) {
 	out := filepath.Join(root, "out")
 	ann := subDir(t, root, "ann")
 	missing := filepath.Join(root, "missing")
-	r := lab(t, "grade", "--out", out, "--points", "retry=40,3=60", ann, missing, "--jobs", "2")
+	r := lab(t, "grade", "--trusted", "--out", out, "--points", "retry=40,3=60", ann, missing, "--jobs", "2")
 	if r.code != 2 {
 		t.Fatalf("exit %d, want 2\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
 	}
@@ -70,7 +72,7 @@ func TestGradeCLI(t *testing.T) {
 		!strings.Contains(r.stderr, "lab: grade: 1 submission(s) not graded, recorded with 0 points: "+missing) {
 		t.Errorf("stderr %q; want it to start with %q", r.stderr, want)
 	}
-	for _, want := range []string{"snacklab grade: 2 submission(s), 2 step(s)", "100/100", "ann", "2/2 steps", "0/100", "graded 2 submission(s)"} {
+	for _, want := range []string{"snacklab grade: 2 submission(s), 2 step(s)", "graded unisolated (--trusted)", "100/100", "ann", "2/2 steps", "0/100", "graded 2 submission(s)"} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("stdout lacks %q:\n%s", want, r.stdout)
 		}
@@ -106,7 +108,7 @@ func TestGradeShardsAndMerge(t *testing.T) {
 		subs = append(subs, subDir(t, root, n))
 	}
 	for _, shard := range []string{"0/2", "1/2"} {
-		args := append([]string{"grade", "--points", "1=100", "--shard", shard, "--out", filepath.Join(root, "s"+shard[:1])}, subs...)
+		args := append([]string{"grade", "--trusted", "--points", "1=100", "--shard", shard, "--out", filepath.Join(root, "s"+shard[:1])}, subs...)
 		if r := lab(t, args...); r.code != 0 || !strings.Contains(r.stdout, "(shard "+shard+" of a cohort of 3)") {
 			t.Fatalf("lab %s: exit %d\n%s%s", strings.Join(args, " "), r.code, r.stdout, r.stderr)
 		}
@@ -126,5 +128,23 @@ func TestGradeShardsAndMerge(t *testing.T) {
 	r = lab(t, "merge", "--out", filepath.Join(root, "m2"), filepath.Join(root, "s0"))
 	if r.code != 2 || !strings.Contains(r.stderr, "missing shards: 1/2") {
 		t.Errorf("merge of one of two shards: exit %d, stderr %q", r.code, r.stderr)
+	}
+}
+
+// Without --trusted, lab grade isolates; with no Docker engine it refuses
+// to grade and says what to do, rather than running the code unisolated.
+func TestGradeIsolatesByDefault(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	ann := subDir(t, root, "ann")
+	cmd := exec.Command(filepath.Join(bin, "lab"), "grade", "--out", filepath.Join(root, "out"), ann)
+	cmd.Env = append(os.Environ(), "DOCKER_HOST=unix://"+filepath.Join(root, "no-docker.sock"))
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 1 || !strings.Contains(string(out), "needs a Docker engine") || !strings.Contains(string(out), "--trusted") {
+		t.Errorf("lab grade with no Docker engine: %v\n%s\nwant exit 1 saying it needs a Docker engine, or --trusted", err, out)
+	}
+	if _, err := os.Stat(filepath.Join(root, "out", "ann", "results.json")); err == nil {
+		t.Errorf("a submission was graded without isolation")
 	}
 }

@@ -56,7 +56,8 @@ const usage = `usage: lab [run] [flags] [STEPS…]
        lab crash [flags]                 kill each program at every crash point, then soak (docs/crash.md)
 
 Runs the numbered lab steps against an implementation's executables.
-STEPS: 8, 3-5, 1,4 (default: all). Flags may come before or after them.
+STEPS: numbers or names: 8, crash, 3-5, claim-redrive, 1,4 (default: all).
+Flags may come before or after them.
 
 flags:
 `
@@ -144,10 +145,13 @@ func runSteps(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	steps, err := labsteps.Select(pos)
 	if err != nil {
-		return usageErr{fmt.Sprintf("%v. Try: lab run 8", err)}
+		return usageErr{fmt.Sprintf("%v. Try: lab run 8, or lab run crash", err)}
 	}
 	if o.repeat < 1 {
 		return usageErr{"--repeat must be at least 1. Try: lab run --repeat 200"}
+	}
+	if err := checkOutputs(map[string]string{"results": o.results, "junit": o.junit, "html": o.html}); err != nil {
+		return err
 	}
 	if o.bin == "" {
 		exe, err := os.Executable()

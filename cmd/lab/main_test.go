@@ -72,8 +72,8 @@ func TestUsageErrors(t *testing.T) {
 		code   int
 		stderr string
 	}{
-		{"step out of range", []string{"run", "9"}, 2, "lab: step \"9\": want a number from 1 to 8, a range like 3-5, or a list like 1,4. Try: lab run 8\n"},
-		{"backwards range", []string{"5-3"}, 2, "lab: step \"5-3\": want a number from 1 to 8, a range like 3-5, or a list like 1,4. Try: lab run 8\n"},
+		{"step out of range", []string{"run", "9"}, 2, "lab: step \"9\": want a number from 1 to 8 or a name (retry, durable, claim, finish, redrive, run-once, race, crash), a range like 3-5 or claim-redrive, or a list like 1,4. Try: lab run 8, or lab run crash\n"},
+		{"backwards range", []string{"5-3"}, 2, "lab: step \"5-3\": want a number from 1 to 8 or a name (retry, durable, claim, finish, redrive, run-once, race, crash), a range like 3-5 or claim-redrive, or a list like 1,4. Try: lab run 8, or lab run crash\n"},
 		{"unknown flag", []string{"run", "--frobnicate"}, 2, "lab: flag provided but not defined: -frobnicate. Try: lab help\n"},
 		{"missing executables", []string{"run", "--bin", "/nonexistent", "1"}, 2, "lab: queuectl: stat /nonexistent/queuectl: no such file or directory (build it, or point --bin at a directory holding queuectl, sender and receiver)\n"},
 		{"repeat zero", []string{"run", "--repeat", "0"}, 2, "lab: --repeat must be at least 1. Try: lab run --repeat 200\n"},

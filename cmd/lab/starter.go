@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 
@@ -78,16 +79,53 @@ func runStarter(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	w := bufio.NewWriter(stdout)
 	fmt.Fprintf(w, "starter: wrote %d files to %s (a learner's copy of %s)\n", len(c.Files), dir, root)
-	fmt.Fprintf(w, "the parts to write (%d), each a TODO that fails saying %q until it is done:\n", len(c.Todos), starter.NotImplemented)
-	for _, t := range c.Todos {
-		fmt.Fprintf(w, "  %-24s %-22s %s\n", fmt.Sprintf("%s:%d", t.File, t.Line), t.Func, t.Name)
+	fmt.Fprintf(w, "the parts to write (%d), each a TODO that fails saying %q until it is done,\n", len(c.Todos), starter.NotImplemented)
+	fmt.Fprintln(w, "in this order (a step needs several parts; → names the steps that can pass once the parts down to it are done):")
+	for i, t := range inOrder(c.Todos) {
+		line := fmt.Sprintf("  %d. %-9s %-24s %-22s", i+1, t.Name, fmt.Sprintf("%s:%d", t.File, t.Line), t.Func)
+		if o := todoOrder[t.Name]; o.steps != "" {
+			line += " → " + o.steps
+		}
+		fmt.Fprintln(w, strings.TrimRight(line, " "))
 	}
 	fmt.Fprintln(w, "left out:")
 	for _, l := range groupLeftOut(c.LeftOut) {
 		fmt.Fprintf(w, "  %s\n", l)
 	}
-	fmt.Fprintf(w, "next: cd %s && ./run-lab.sh   (each step fails naming what is not implemented, until it is)\n", dir)
+	fmt.Fprintf(w, "next: cd %s && ./run-lab.sh   (each step fails naming the part it tripped on; ./run-lab.sh claim runs one step)\n", dir)
 	return w.Flush()
+}
+
+// todoOrder ranks the parts a learner writes so that steps start passing
+// early, and says which steps can pass once the parts down to it are done
+// (from what each step runs: steps 1, 3 and 4 drive queuectl's enqueue,
+// claim and finish, and step 1 its backoff too; step 5 adds redrive; steps
+// 2, 6, 7 and 8 start real senders and a receiver). Parts not listed go last.
+var todoOrder = map[string]struct {
+	rank  int
+	steps string
+}{
+	"backoff":  {1, ""},
+	"enqueue":  {2, ""},
+	"claim":    {3, ""},
+	"finish":   {4, "steps 1 retry, 3 claim, 4 finish can pass"},
+	"redrive":  {5, "step 5 redrive"},
+	"classify": {6, ""},
+	"apply":    {7, ""},
+	"run-once": {8, "steps 2 durable, 6 run-once, 7 race, 8 crash"},
+}
+
+// inOrder sorts todos by todoOrder, keeping the copy's order otherwise.
+func inOrder(todos []starter.Todo) []starter.Todo {
+	out := slices.Clone(todos)
+	rank := func(t starter.Todo) int {
+		if o, ok := todoOrder[t.Name]; ok {
+			return o.rank
+		}
+		return len(todoOrder) + 1
+	}
+	slices.SortStableFunc(out, func(a, b starter.Todo) int { return rank(a) - rank(b) })
+	return out
 }
 
 // groupLeftOut folds "path: why" lines with the same directory and reason

@@ -18,7 +18,8 @@ func TestStarter(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("lab starter: exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
 	}
-	for _, want := range []string{"starter: wrote ", "queue/queue.go:", "(*Queue).Claim", "left out:", "labsteps/mutants/", "next: cd " + out + " && ./run-lab.sh"} {
+	for _, want := range []string{"starter: wrote ", "queue/queue.go:", "(*Queue).Claim", "1. backoff ", "8. run-once ",
+		"→ steps 1 retry, 3 claim, 4 finish can pass", "left out:", "labsteps/mutants/", "next: cd " + out + " && ./run-lab.sh"} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("lab starter's report lacks %q:\n%s", want, r.stdout)
 		}

@@ -65,12 +65,9 @@ type env struct {
 // out prints v as one JSON line with --json, else the text from human().
 func (e *env) out(v any, human func(w io.Writer)) error {
 	if e.json {
-		b, err := json.Marshal(v)
-		if err != nil {
-			return err
-		}
-		_, err = fmt.Fprintf(e.stdout, "%s\n", b)
-		return err
+		enc := json.NewEncoder(e.stdout)
+		enc.SetEscapeHTML(false) // alerts read "3 dead > 2", not "\u003e"
+		return enc.Encode(v)
 	}
 	human(e.stdout)
 	return nil

@@ -62,25 +62,11 @@ func init() {
 
 	verbs["alerts"] = verb{summary: "exit 22 with one line per threshold crossed (ids and reasons only); silent when all is well", needsDB: true,
 		setup: func(fs *flag.FlagSet) func(context.Context, *env) error {
-			maxDead := cliflag.NewInt(fs, "max-dead", 0, 0, cliflag.MaxExact, "alert when more than this many jobs are dead")
-			maxAge := fs.Duration("max-oldest-age", 0, "alert when a dead job has been dead longer than this Go duration (90s, 2h), measured against --now-ms")
-			var ratios stringsFlag
-			fs.Var(&ratios, "max-ratio", "REASON=R: alert when dead with REASON / all dead exceeds R (0..1); repeatable")
+			thresholds := thresholdFlags(fs, "alert")
 			return func(ctx context.Context, e *env) error {
-				th := ops.Thresholds{MaxRatio: map[queue.Reason]float64{}}
-				if isSet(fs, "max-dead") {
-					v := maxDead.Get()
-					th.MaxDead = &v
-				}
-				if isSet(fs, "max-oldest-age") {
-					th.MaxOldestAge = maxAge
-				}
-				for _, s := range ratios {
-					reason, r, err := ops.ParseRatio(s)
-					if err != nil {
-						return err
-					}
-					th.MaxRatio[reason] = r
+				th, err := thresholds()
+				if err != nil {
+					return err
 				}
 				if th.Empty() {
 					return exitcode.Usagef("give at least one of --max-dead, --max-oldest-age, --max-ratio. Try: queuectl alerts -h")
@@ -151,7 +137,7 @@ func init() {
 				b := ops.BulkRedrive{Reason: r, Note: *note, Limit: int(limit.Get()), DryRun: *dryRun,
 					Pace: ops.NewPacer(perSecond, nil), NowMs: clockOf(fs, e)}
 				if f, ok := e.stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
-					b.Progress = ops.Bar(e.stderr, 30)
+					b.Progress = ops.Bar(e.stderr, columns(int(f.Fd())), nil)
 				} else if !e.json {
 					b.Progress = ops.Lines(e.stdout)
 				}
@@ -166,11 +152,46 @@ func init() {
 	verbs["serve"] = verb{summary: "read-only dashboard and /metrics over HTTP (GET and HEAD only)", needsDB: true,
 		setup: func(fs *flag.FlagSet) func(context.Context, *env) error {
 			addr := fs.String("addr", "127.0.0.1:0", "address to listen on; there is no access control, so keep it on loopback")
+			thresholds := thresholdFlags(fs, "highlight under Attention")
 			return func(ctx context.Context, e *env) error {
+				th, err := thresholds()
+				if err != nil {
+					return err
+				}
 				h := ops.NewDashboard(e.q, clockOf(fs, e))
+				if err := h.SetThresholds(th); err != nil {
+					return err
+				}
 				return ops.Serve(ctx, *addr, h, func(a net.Addr) { fmt.Fprintf(e.stdout, "listening on %s\n", a) })
 			}
 		}}
+}
+
+// thresholdFlags defines --max-dead, --max-oldest-age and --max-ratio on fs
+// (for alerts, and for serve's Attention box) and returns what reads them.
+func thresholdFlags(fs *flag.FlagSet, act string) func() (ops.Thresholds, error) {
+	maxDead := cliflag.NewInt(fs, "max-dead", 0, 0, cliflag.MaxExact, act+" when more than this many jobs are dead")
+	maxAge := fs.Duration("max-oldest-age", 0, act+" when a dead job has been dead longer than this Go duration (90s, 2h), measured against --now-ms")
+	var ratios stringsFlag
+	fs.Var(&ratios, "max-ratio", "REASON=R: "+act+" when dead with REASON / all dead exceeds R (0..1); repeatable")
+	return func() (ops.Thresholds, error) {
+		th := ops.Thresholds{MaxRatio: map[queue.Reason]float64{}}
+		if isSet(fs, "max-dead") {
+			v := maxDead.Get()
+			th.MaxDead = &v
+		}
+		if isSet(fs, "max-oldest-age") {
+			th.MaxOldestAge = maxAge
+		}
+		for _, s := range ratios {
+			reason, r, err := ops.ParseRatio(s)
+			if err != nil {
+				return th, err
+			}
+			th.MaxRatio[reason] = r
+		}
+		return th, nil
+	}
 }
 
 // clockOf is the injected clock, held still, when --now-ms was given, and
@@ -182,6 +203,18 @@ func clockOf(fs *flag.FlagSet, e *env) func() int64 {
 		return func() int64 { return now }
 	}
 	return func() int64 { return time.Now().UnixMilli() }
+}
+
+// columns is the terminal's width for the progress bar: $COLUMNS when set
+// (the user's word), else what the terminal says, else ops.DefaultColumns.
+func columns(fd int) int {
+	if n, err := strconv.Atoi(os.Getenv("COLUMNS")); err == nil && n > 0 {
+		return n
+	}
+	if w, _, err := term.GetSize(fd); err == nil && w > 0 {
+		return w
+	}
+	return ops.DefaultColumns
 }
 
 // stringsFlag collects a repeatable flag.

@@ -104,7 +104,8 @@ func TestOperatorVerbs(t *testing.T) {
 				"ALERT max-ratio exhausted: 0.500 > 0.4 (3 of 6 dead); ids: exh-1(exhausted) exh-2(exhausted) rd-dead(exhausted)\n"},
 			"queuectl: alerts: 3 threshold(s) crossed\n"},
 		{"alerts at the boundaries are quiet", []string{"alerts", now, "--max-dead", "6", "--max-oldest-age", "98s", "--max-ratio", "exhausted=0.5"}, 0, nil, ""},
-		{"alerts json", []string{"alerts", now, "--json", "--max-dead", "5"}, 22, []string{`{"breaches":[{"check":"max_dead","value":6,"threshold":5,"ids":["perm-1","perm-2","exh-1","exh-2","dl-1","rd-dead"],"more_ids":0,`, `"ok":false}`}, ""},
+		{"alerts json", []string{"alerts", now, "--json", "--max-dead", "5"}, 22, []string{`{"breaches":[{"check":"max_dead","value":6,"threshold":5,"ids":["perm-1","perm-2","exh-1","exh-2","dl-1","rd-dead"],"more_ids":0,`,
+			`"message":"ALERT max-dead: 6 dead > 5 (permanent=2`, `"ok":false}`}, ""}, // > as is, not \u003e
 		{"alerts json quiet", []string{"alerts", now, "--json", "--max-dead", "6"}, 0, []string{`{"breaches":[],"ok":true}` + "\n"}, ""},
 		{"alerts without thresholds", []string{"alerts", now}, 2, nil, ""},
 		{"alerts bad ratio", []string{"alerts", now, "--max-ratio", "exhausted=2"}, 3, nil, ""},
@@ -303,7 +304,7 @@ func TestBulkRedriveCtrlC(t *testing.T) {
 func TestServeVerb(t *testing.T) {
 	bin := opsBuild(t)
 	_, path := opstest.Known(t)
-	cmd := exec.Command(bin, "serve", "--db", path, "--now-ms", "100000")
+	cmd := exec.Command(bin, "serve", "--db", path, "--now-ms", "100000", "--max-dead", "5")
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -328,6 +329,7 @@ func TestServeVerb(t *testing.T) {
 		want         string
 	}{
 		{"GET", "/", 200, `id="count-dead">6<`},
+		{"GET", "/", 200, `<li class="crossed" data-check="max_dead">max-dead: 6 dead &gt; 5`}, // --max-dead shown under Attention
 		{"GET", "/metrics", 200, "snacklab_queue_jobs{state=\"dead\"} 6\n"},
 		{"POST", "/", 405, ""},
 		{"DELETE", "/metrics", 405, ""},

@@ -27,23 +27,15 @@ func (g *grader) buildEnv() []string {
 }
 
 // build runs `go build -o bin/ ./cmd/queuectl ./cmd/sender ./cmd/receiver`
-// in module dir with a time limit, killing the whole build (compilers
-// included) when it runs out. On failure it returns the trimmed output.
+// in module dir with a time limit, on this machine (the unisolated mode),
+// killing the whole build (compilers included) when it runs out. On failure
+// it returns the trimmed output.
 //
-// The first module build of a run goes alone: every other build of the
-// cohort waits for it, so that with a cold cache the shared dependencies
-// (the SQLite driver is most of the work) are compiled once, not once per
-// job.
+// The first module build of a run goes alone (buildModule): every other
+// build of the cohort waits for it, so that with a cold cache the shared
+// dependencies (the SQLite driver is most of the work) are compiled once,
+// not once per job.
 func (g *grader) build(ctx context.Context, dir, bin string) (string, error) {
-	if g.first.CompareAndSwap(false, true) {
-		defer close(g.warm)
-	} else {
-		select {
-		case <-g.warm:
-		case <-ctx.Done():
-			return "", ctx.Err()
-		}
-	}
 	if err := os.MkdirAll(bin, 0o755); err != nil {
 		return "", err
 	}

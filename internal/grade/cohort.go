@@ -107,13 +107,40 @@ func (t table) step(r Record, n int) (StepRecord, bool) {
 // which steps were flaky.
 func (t table) note(r Record) string {
 	if r.Problem != "" {
-		return firstLine(r.Problem)
+		return cleanLine(firstLine(r.Problem))
 	}
 	var parts []string
 	for _, s := range r.Flaky() {
 		parts = append(parts, fmt.Sprintf("step %d flaky (%d/%d runs)", s.Num, s.Passes, s.Runs))
 	}
 	return strings.Join(parts, "; ")
+}
+
+// failures are a record's failed (or flaky) steps, each with the first
+// line of its reason: what grades.html shows in the table itself.
+func (t table) failures(r Record) []string {
+	var out []string
+	for _, s := range r.Steps {
+		if st := s.Status(); st == "failed" || st == "flaky" {
+			out = append(out, fmt.Sprintf("%d %s: %s", s.Num, s.Slug, oneLine(cleanLine(firstLine(s.Reason)), 160)))
+		}
+	}
+	return out
+}
+
+// modes says how the records were graded, each mode once.
+func (t table) modes() string {
+	var ms []string
+	for _, r := range t.Recs {
+		m := r.Mode
+		if m == "" {
+			m = "in an unrecorded mode (results written before lab grade recorded it)"
+		}
+		if !slices.Contains(ms, m) {
+			ms = append(ms, m)
+		}
+	}
+	return cleanLine(strings.Join(ms, "; "))
 }
 
 // csvSafe keeps a spreadsheet from reading a cell as a formula.
@@ -130,10 +157,10 @@ func (t table) csv(w io.Writer) error {
 	for _, s := range t.Steps {
 		head = append(head, s.Name())
 	}
-	head = append(head, "total", "max", "percent", "status", "note")
+	head = append(head, "total", "max", "percent", "status", "note", "mode")
 	cw.Write(head)
 	for _, r := range t.Recs {
-		row := []string{csvSafe(r.Name)}
+		row := []string{csvSafe(cleanLine(r.Name))}
 		for _, st := range t.Steps {
 			s, _ := t.step(r, st.Num)
 			row = append(row, num(s.Score))
@@ -145,18 +172,16 @@ func (t table) csv(w io.Writer) error {
 				status = "build failed"
 			}
 		}
-		row = append(row, num(r.Score), num(r.Max), percent(r.Score, r.Max), status, csvSafe(t.note(r)))
+		row = append(row, num(r.Score), num(r.Max), percent(r.Score, r.Max), status, csvSafe(t.note(r)), csvSafe(cleanLine(r.Mode)))
 		cw.Write(row)
 	}
 	cw.Flush()
 	return cw.Error()
 }
 
-// mdCell escapes a Markdown table cell.
-func mdCell(s string) string {
-	s = strings.ReplaceAll(s, "|", `\|`)
-	return strings.ReplaceAll(s, "\n", " ")
-}
+// mdCell escapes a Markdown table cell: text from a submission may hold
+// HTML, links and table syntax, and none of it is rendered.
+func mdCell(s string) string { return mdText(s) }
 
 func (t table) mark(s StepRecord) string {
 	switch s.Status() {
@@ -201,6 +226,7 @@ func (t table) Summary() []string {
 	}
 	return []string{
 		fmt.Sprintf("%s, %s; points %s (max %s).", scope, runs, t.Info.Points, num(t.Max)),
+		"Graded " + t.modes() + ".",
 		fmt.Sprintf("Mean %s of %s; %d with full marks; %d not graded (missing, not a submission, or the build failed); %d with a flaky step.",
 			num(mean), num(t.Max), full, notGraded, flaky),
 	}
@@ -223,9 +249,9 @@ func (t table) markdown(w io.Writer) error {
 	var b strings.Builder
 	b.WriteString("# snacklab grades\n\n")
 	for _, l := range t.Summary() {
-		b.WriteString(l + "\n")
+		b.WriteString(l + "\n\n") // the grader's own words; the mode is the grader's too
 	}
-	b.WriteString("\n✓ passed · ✗ failed · ~ flaky (passed some runs, scores 0) · · not run\n\n| submission |")
+	b.WriteString("✓ passed · ✗ failed · ~ flaky (passed some runs, scores 0) · · not run\n\n| submission |")
 	for _, s := range t.Steps {
 		fmt.Fprintf(&b, " %d %s |", s.Num, s.Slug)
 	}
@@ -250,20 +276,20 @@ func (t table) markdown(w io.Writer) error {
 	var issues []string
 	for _, r := range t.Recs {
 		if r.Problem != "" {
-			issues = append(issues, fmt.Sprintf("- **%s** (`%s`): %s", r.Name, r.Source, mdCell(firstLine(r.Problem))))
+			issues = append(issues, fmt.Sprintf("- **%s** (%s): %s", mdText(r.Name), mdCode(r.Source), mdCell(firstLine(r.Problem))))
 		}
 		for _, s := range r.Steps {
 			if s.Status() == "failed" || s.Status() == "flaky" {
-				line := fmt.Sprintf("- **%s** step %d %s", r.Name, s.Num, s.Slug)
+				line := fmt.Sprintf("- **%s** step %d %s", mdText(r.Name), s.Num, s.Slug)
 				if s.Flaky {
 					line += fmt.Sprintf(" (flaky, %d of %d runs passed)", s.Passes, s.Runs)
 				}
 				line += ": " + mdCell(s.Reason)
 				if s.Replay != "" {
-					line += "  \n  replay: `" + s.Replay + "`"
+					line += "  \n  replay: " + mdCode(s.Replay)
 				}
 				if len(s.Kept) > 0 {
-					line += "  \n  kept: `" + s.Kept[0] + "`"
+					line += "  \n  kept: " + mdCode(s.Kept[0])
 				}
 				issues = append(issues, line)
 			}
@@ -285,7 +311,8 @@ var cohortTmpl = template.Must(template.New("grades").Funcs(template.FuncMap{
 		s, _ := t.step(r, n)
 		return s
 	},
-	"note": func(t table, r Record) string { return t.note(r) },
+	"note":     func(t table, r Record) string { return t.note(r) },
+	"failures": func(t table, r Record) []string { return t.failures(r) },
 	"rate": func(t table, n int) string {
 		p, ran := t.passRate(n)
 		return fmt.Sprintf("%d/%d", p, ran)
@@ -302,17 +329,17 @@ table{border-collapse:collapse;margin:1rem 0}
 td,th{padding:.3rem .5rem;border:1px solid #ddd;text-align:center;vertical-align:top}
 th{background:#f4f4f4;font-weight:600} td.name{text-align:left;white-space:nowrap} td.note{text-align:left;color:#555;max-width:40rem}
 td.passed{background:#e6f4ea} td.failed{background:#fce8e6;color:#a50e0e} td.flaky{background:#fef7e0;color:#8a5a00} td.notrun{background:#f1f3f4;color:#777}
-td.total{font-weight:700}
+td.total{font-weight:700} div.why{font-size:12px;color:#a50e0e;white-space:normal}
 .legend span{display:inline-block;padding:0 .4rem;margin-right:.4rem;border-radius:3px}
 </style></head><body>
 <h1>snacklab grades</h1>
 {{range .Summary}}<p class="meta">{{.}}</p>{{end}}
-<p class="legend"><span class="" style="background:#e6f4ea">passed</span><span style="background:#fce8e6">failed</span><span style="background:#fef7e0">flaky: passed some runs, scores 0</span><span style="background:#f1f3f4">not run</span> · hover a cell for the reason</p>
+<p class="legend"><span class="" style="background:#e6f4ea">passed</span><span style="background:#fce8e6">failed</span><span style="background:#fef7e0">flaky: passed some runs, scores 0</span><span style="background:#f1f3f4">not run</span> · each failed step's reason is in the last column (and on hover, with the replay command)</p>
 <table id="grades">
 <tr><th>submission</th>{{range .Steps}}<th title="{{.Title}}">{{.Num}}<br>{{.Slug}}<br><small>{{pts $.Info.Points .Num}} pts</small></th>{{end}}<th>total</th><th>%</th><th>note</th></tr>
 {{range $r := .Recs}}<tr id="sub-{{$r.Name}}"><td class="name"><a href="{{href $r "results.json"}}">{{$r.Name}}</a>{{if not $r.Problem}} · <a href="{{href $r "report.html"}}">report</a>{{end}}</td>
 {{range $.Steps}}{{$s := cell $ $r .Num}}<td class="{{if eq $s.Status "not run"}}notrun{{else}}{{$s.Status}}{{end}}" title="{{if $s.Reason}}{{$s.Reason}}{{else}}{{$s.Status}}{{end}}{{if $s.Replay}}&#10;replay: {{$s.Replay}}{{end}}">{{num $s.Score}}{{if $s.Flaky}}<br><small>{{$s.Passes}}/{{$s.Runs}}</small>{{end}}</td>{{end}}
-<td class="total">{{num $r.Score}}</td><td>{{percent $r.Score $r.Max}}</td><td class="note">{{note $ $r}}</td></tr>
+<td class="total">{{num $r.Score}}</td><td>{{percent $r.Score $r.Max}}</td><td class="note">{{with note $ $r}}{{.}}{{end}}{{range failures $ $r}}<div class="why">{{.}}</div>{{end}}</td></tr>
 {{end}}<tr><th>passed</th>{{range .Steps}}<th>{{rate $ .Num}}</th>{{end}}<th colspan="3"></th></tr>
 </table>
 </body></html>

@@ -3,10 +3,13 @@
 // run through the lab's steps, and scored with points per step. Per
 // submission it writes Gradescope's results.json, JUnit XML, an HTML report
 // and the work dirs of failing steps; per cohort grades.csv, grades.md and
-// grades.html. Submissions run in parallel and apart: every step runs in a
-// worker process leading its own process group, so a hung, crashed or
-// runaway solution costs only its own step, and every process it started is
-// killed. See docs/grading.md.
+// grades.html. Submissions run in parallel and apart: with a Boundary
+// (lab grade's default, internal/isolate) each is built and run in
+// containers; without one (--trusted) every step runs in a worker process
+// leading its own process group and cgroup, so a hung, crashed or runaway
+// solution costs only its own step, and every process it started is
+// killed. Every report says which mode graded it, and no text a submission
+// produced reaches a report before Clean. See docs/grading.md.
 package grade
 
 import (
@@ -16,7 +19,9 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -49,12 +54,34 @@ type Config struct {
 	Lab string
 	// Log receives a line per graded submission and the flaky replays; nil discards.
 	Log io.Writer
-	// RunLab, when set, runs all of one submission's steps somewhere else
-	// (e.g. isolate.Engine.Runner: a container with no network) instead of
-	// in this machine's worker processes. It returns one result per step, in
-	// the order given.
-	RunLab func(ctx context.Context, bin string, steps []labsteps.Step, stepTimeout time.Duration, parallel int) ([]labsteps.Result, error)
+	// Boundary, when set, is where every submission is built and run
+	// (internal/isolate: a container per build and per submission, no
+	// network). nil is the unisolated mode (lab grade --trusted): builds
+	// and steps run on this machine as the grader's user.
+	Boundary *Boundary
+	// StepMemory bounds the memory of all the processes of one step in the
+	// unisolated mode, where a cgroup can be made; 0 is 1 GiB.
+	StepMemory int64
 }
+
+// Boundary runs untrusted work somewhere the submission cannot reach the
+// grader, the host or another submission.
+type Boundary struct {
+	// Mode says in every report how the submission was graded
+	// ("isolated: Docker, no network, 512 MiB, …").
+	Mode string
+	// Build builds the module in src (already checked by CheckSource) into
+	// bin/{queuectl,sender,receiver} within timeout. failure is the
+	// submission's problem ("" when it built), output the compiler's; err
+	// is the grader's own failure.
+	Build func(ctx context.Context, src, bin string, timeout time.Duration) (output, failure string, err error)
+	// Run runs steps against the executables in bin and returns one
+	// result per step, in the order given; err is the grader's own failure.
+	Run func(ctx context.Context, bin string, steps []labsteps.Step, stepTimeout time.Duration, parallel int) ([]labsteps.Result, error)
+}
+
+// TrustedMode is the mode every report of an unisolated run states.
+const TrustedMode = "unisolated (--trusted): built and run on the grading machine as the grader's user"
 
 // Report is what Grade did.
 type Report struct {
@@ -66,6 +93,8 @@ type Report struct {
 
 type grader struct {
 	cfg   Config
+	mode  string
+	cg    *cgroups // nil: no cgroups here (unisolated mode falls back to groups and tags)
 	tmp   string
 	logMu sync.Mutex
 	warm  chan struct{} // closed when the first module build has finished
@@ -96,6 +125,9 @@ func Grade(ctx context.Context, cfg Config, paths []string) (*Report, error) {
 	}
 	if cfg.MemLimit == 0 {
 		cfg.MemLimit = 512 << 20
+	}
+	if cfg.StepMemory == 0 {
+		cfg.StepMemory = 1 << 30
 	}
 	if cfg.Shard.N == 0 {
 		cfg.Shard = Shard{0, 1}
@@ -130,7 +162,13 @@ func Grade(ctx context.Context, cfg Config, paths []string) (*Report, error) {
 	if err := os.MkdirAll(cfg.Out, 0o755); err != nil {
 		return nil, err
 	}
-	g := &grader{cfg: cfg, warm: make(chan struct{})}
+	g := &grader{cfg: cfg, warm: make(chan struct{}), mode: TrustedMode}
+	if cfg.Boundary != nil {
+		g.mode = cfg.Boundary.Mode
+	} else {
+		g.cg = newCgroups()
+		defer g.cg.close()
+	}
 	if g.tmp, err = os.MkdirTemp("", "snacklab-grade-*"); err != nil {
 		return nil, err
 	}
@@ -223,9 +261,10 @@ func (g *grader) logRecord(r Record) {
 	if r.Max > 0 {
 		pct = 100 * r.Score / r.Max
 	}
+	r = cleanRecord(r)
 	line := fmt.Sprintf("%7s/%-4s %5.1f%%  %-24s", num(r.Score), num(r.Max), pct, r.Name)
 	if r.Problem != "" {
-		line += "  " + firstLine(r.Problem)
+		line += "  " + oneLine(firstLine(r.Problem), 200)
 	} else {
 		line += fmt.Sprintf("  %d/%d steps", r.Passed(), len(r.Steps))
 		var failed []string
@@ -286,7 +325,7 @@ func (g *grader) gradeOne(ctx context.Context, sub Submission) (Record, error) {
 		return Record{}, err
 	}
 	abs, _ := filepath.Abs(sub.Path)
-	rec := Record{Name: sub.Name, Source: abs, Kind: sub.Kind, Runs: g.cfg.Runs}
+	rec := Record{Name: sub.Name, Source: abs, Kind: sub.Kind, Runs: g.cfg.Runs, Mode: g.mode}
 	for _, s := range g.cfg.Points.Steps() {
 		rec.Steps = append(rec.Steps, StepRecord{Num: s.Num, Slug: s.Slug, Title: s.Title, Points: g.cfg.Points[s.Num],
 			Output: "Not run."})
@@ -296,33 +335,59 @@ func (g *grader) gradeOne(ctx context.Context, sub Submission) (Record, error) {
 	var notes [][]string
 	switch sub.Kind {
 	case KindInvalid:
-		rec.Problem = fmt.Sprintf("%s %v", sub.Path, sub.Err)
+		// The path is the grader's: the teacher's reports show it (Source),
+		// the learner's results.json does not.
+		rec.Problem = fmt.Sprintf("the submission %v", sub.Err)
 	case KindModule, KindBin:
 		bin := abs
 		if sub.Kind == KindModule {
 			bin = filepath.Join(dir, "bin")
-			out, err := g.build(ctx, abs, bin)
+			out, failure, err := g.buildModule(ctx, abs, bin)
 			if err != nil {
-				rec.Problem = "the build failed: " + firstError(out, err)
+				return Record{}, err
+			}
+			if failure != "" {
+				rec.Problem = failure
 				rec.BuildOut = out
-				os.WriteFile(filepath.Join(dir, "build.log"), []byte(out), 0o644)
+				labsteps.WriteFile(filepath.Join(dir, "build.log"), func(w io.Writer) error {
+					_, err := io.WriteString(w, Clean(out)+"\n")
+					return err
+				})
 				os.RemoveAll(bin)
 				break
 			}
 		}
 		rec.Bin = bin
-		if err := labsteps.CheckBin(bin); err != nil {
-			rec.Problem = err.Error()
-			break
+		if g.cfg.Boundary == nil {
+			// Isolated runs check the programs as they stage them.
+			if err := labsteps.CheckBin(bin); err != nil {
+				rec.Problem = g.student(err.Error(), bin)
+				break
+			}
 		}
 		results, notes = g.runAll(ctx, sub.Name, bin, filepath.Join(dir, "logs"))
 		if ctx.Err() != nil {
 			return Record{}, ctx.Err()
 		}
 	}
-	for i := range rec.Steps {
+	// Crash verification, when it has points: only unisolated (it traces
+	// with ptrace, which the boundary does not grant; runGrade refuses
+	// crashpoints without --trusted).
+	if pts := g.cfg.Points.CrashPoints(); pts > 0 {
+		crashRec := StepRecord{Num: CrashItem, Slug: CrashName, Title: "crash verification", Points: pts, Output: "Not run."}
+		if rec.Problem == "" && rec.Bin != "" && g.cfg.Boundary == nil {
+			crashRec = GradeCrash(ctx, rec.Bin, filepath.Join(dir, "crash"), pts, sub.Name)
+		}
+		rec.Steps = append(rec.Steps, crashRec)
+		rec.Max += pts
 		if results != nil {
-			g.fold(&rec.Steps[i], rec.Bin, results[i], notes[i])
+			results = append(results, nil)
+			notes = append(notes, nil)
+		}
+	}
+	for i := range rec.Steps {
+		if results != nil && results[i] != nil {
+			g.fold(&rec.Steps[i], rec, results[i], notes[i])
 		}
 		rec.Score += rec.Steps[i].Score
 		if rec.Problem != "" {
@@ -336,21 +401,58 @@ func (g *grader) gradeOne(ctx context.Context, sub Submission) (Record, error) {
 		os.RemoveAll(rec.Bin)
 		rec.Bin = ""
 	}
+	rec = cleanRecord(rec)
 	err = errors.Join(
 		labsteps.WriteFile(filepath.Join(dir, "results.json"), func(w io.Writer) error { return WriteResults(w, rec) }),
 		labsteps.WriteFile(filepath.Join(dir, "junit.xml"), func(w io.Writer) error { return WriteJUnit(w, rec) }),
 	)
 	if results != nil && err == nil {
-		reps := make([]labsteps.Result, len(results))
-		for i, runs := range results {
-			reps[i] = representative(runs)
+		var reps []labsteps.Result
+		for _, runs := range results {
+			if runs != nil {
+				reps = append(reps, cleanResult(representative(runs)))
+			}
 		}
 		err = labsteps.WriteFile(filepath.Join(dir, "report.html"), func(w io.Writer) error {
-			return labsteps.WriteHTML(w, labsteps.HTMLReport{Title: "snacklab grade: " + sub.Name, Bin: rec.Bin, When: time.Now(),
+			return labsteps.WriteHTML(w, labsteps.HTMLReport{Title: "snacklab grade: " + sub.Name + " (" + g.mode + ")", Bin: rec.Bin, When: time.Now(),
 				Took: time.Since(t0), Results: reps})
 		})
 	}
 	return rec, err
+}
+
+// buildModule checks a module's source tree, then builds it inside the
+// boundary, or on this machine in the unisolated mode. failure is the
+// submission's problem, err the grader's.
+func (g *grader) buildModule(ctx context.Context, src, bin string) (out, failure string, err error) {
+	if err := CheckSource(src); err != nil {
+		msg := strings.TrimPrefix(err.Error(), ErrSource.Error()+": ")
+		return msg, "the build was refused: " + msg, nil
+	}
+	if g.first.CompareAndSwap(false, true) {
+		defer close(g.warm)
+	} else {
+		select {
+		case <-g.warm:
+		case <-ctx.Done():
+			return "", "", ctx.Err()
+		}
+	}
+	if b := g.cfg.Boundary; b != nil {
+		out, failure, err := b.Build(ctx, src, bin, g.cfg.BuildTimeout)
+		if failure != "" {
+			failure = "the build failed: " + firstError(out, errors.New(failure))
+		}
+		return trimBuildOutput(g.student(out, src)), failure, err
+	}
+	out, err = g.build(ctx, src, bin)
+	if ctx.Err() != nil {
+		return "", "", ctx.Err()
+	}
+	if err != nil {
+		return g.student(out, src), "the build failed: " + g.student(firstError(out, err), src), nil
+	}
+	return "", "", nil
 }
 
 // runAll runs every graded step cfg.Runs times; each run's work dirs go
@@ -367,18 +469,8 @@ func (g *grader) runAll(ctx context.Context, name, bin, logRoot string) ([][]lab
 		par = len(steps)
 	}
 	for run := range g.cfg.Runs {
-		root := logRoot
-		if g.cfg.Runs > 1 {
-			root = filepath.Join(logRoot, fmt.Sprintf("run-%d", run+1))
-		}
-		if err := os.MkdirAll(root, 0o755); err != nil {
-			for i, s := range steps {
-				results[i][run] = labsteps.Result{Step: s, Problem: "grader: " + err.Error()}
-			}
-			continue
-		}
-		if g.cfg.RunLab != nil {
-			rs, err := g.cfg.RunLab(ctx, bin, steps, g.cfg.StepTimeout, g.cfg.Parallel)
+		if b := g.cfg.Boundary; b != nil {
+			rs, err := b.Run(ctx, bin, steps, g.cfg.StepTimeout, g.cfg.Parallel)
 			if err == nil && len(rs) != len(steps) {
 				err = fmt.Errorf("isolated run reported %d steps, want %d", len(rs), len(steps))
 			}
@@ -389,7 +481,16 @@ func (g *grader) runAll(ctx context.Context, name, bin, logRoot string) ([][]lab
 					results[i][run] = rs[i]
 				}
 			}
-			os.Remove(root)
+			continue
+		}
+		root := logRoot
+		if g.cfg.Runs > 1 {
+			root = filepath.Join(logRoot, fmt.Sprintf("run-%d", run+1))
+		}
+		if err := os.MkdirAll(root, 0o755); err != nil {
+			for i, s := range steps {
+				results[i][run] = labsteps.Result{Step: s, Problem: "grader: " + err.Error()}
+			}
 			continue
 		}
 		var eg errgroup.Group
@@ -405,13 +506,18 @@ func (g *grader) runAll(ctx context.Context, name, bin, logRoot string) ([][]lab
 			})
 		}
 		eg.Wait()
+		g.tidyLogs(root)
 		os.Remove(root) // only when empty: every step passed
 	}
 	return results, notes
 }
 
-// fold sums up one step's runs: points only when every run passed.
-func (g *grader) fold(s *StepRecord, bin string, runs []labsteps.Result, notes []string) {
+// fold sums up one step's runs: points only when every run passed. The
+// step's Output is what the learner sees: no path of the grading machine,
+// and the command that re-runs the step on the learner's own machine. The
+// teacher's replay command and the kept work dirs go to Replay and Kept
+// (extra_data in results.json, and the teacher's cohort reports).
+func (g *grader) fold(s *StepRecord, rec Record, runs []labsteps.Result, notes []string) {
 	s.Runs = len(runs)
 	var firstFail *labsteps.Result
 	for i := range runs {
@@ -441,16 +547,73 @@ func (g *grader) fold(s *StepRecord, bin string, runs []labsteps.Result, notes [
 		}
 		b.WriteString("\n")
 	}
-	b.WriteString(rep.Output())
+	dirs := []string{rec.Bin, rec.Source}
+	for _, r := range runs {
+		dirs = append(dirs, r.LogDir, r.Dir)
+	}
+	b.WriteString(g.student(rep.Output(), dirs...))
 	if firstFail != nil {
-		s.Reason = reason(*firstFail)
-		s.Replay = fmt.Sprintf("%s run --bin %s %d", g.cfg.Lab, shellQuote(bin), s.Num)
-		fmt.Fprintf(&b, "Replay: %s\n", s.Replay)
+		s.Reason = g.student(reason(*firstFail), dirs...)
+		s.Replay = g.replay(rec, s.Num)
+		fmt.Fprintf(&b, "Re-run on your machine: %s\n", StudentReplay(s.Num))
 	}
 	for _, n := range notes {
 		b.WriteString("Grader: " + n + "\n")
 	}
 	s.Output = b.String()
+}
+
+// StudentReplay is the command a learner runs to re-run step n on their
+// own machine, in their copy of the module.
+func StudentReplay(n int) string {
+	return fmt.Sprintf("./run-lab.sh %d  (or: lab run --bin DIR %d, DIR holding your queuectl, sender and receiver)", n, n)
+}
+
+// replay is the teacher's command that replays step n of a submission the
+// way it was graded: isolated again when it was graded isolated (the
+// submission's programs never run on the host), else `lab run`.
+func (g *grader) replay(rec Record, n int) string {
+	if g.cfg.Boundary != nil {
+		return fmt.Sprintf("%s grade --out %s --points %d=1 %s", g.cfg.Lab, shellQuote(filepath.Join(os.TempDir(), "replay-"+rec.Name)), n, shellQuote(rec.Source))
+	}
+	return fmt.Sprintf("%s run --bin %s %d", g.cfg.Lab, shellQuote(rec.Bin), n)
+}
+
+// workDirRE matches the path of a step's work dir, on this machine or in
+// a grading container (/work/snacklab-step7-1234).
+var workDirRE = regexp.MustCompile(`(?:/[^\s'"/:]+)*/snacklab-step\d+-[^\s'"/:]+/?`)
+
+// student rewrites text for the learner's eyes: the paths of the grading
+// machine — the step's work dir, the bin dir, the submission's own path,
+// the output dir, the grader's temp dir, the container's /sub — become
+// relative names, and the line pointing at the logs (which stay on the
+// grading machine) goes.
+func (g *grader) student(text string, dirs ...string) string {
+	var keep []string
+	for _, l := range strings.Split(text, "\n") {
+		if strings.HasPrefix(strings.TrimSpace(l), "logs:") {
+			continue
+		}
+		keep = append(keep, l)
+	}
+	text = strings.Join(keep, "\n")
+	dirs = append(dirs, g.cfg.Out, g.tmp, "/sub", "/src")
+	slices.SortFunc(dirs, func(a, b string) int { return len(b) - len(a) })
+	for _, d := range dirs {
+		if d == "" || d == "/" {
+			continue
+		}
+		// Only a whole path: at the start of a word, ending at a separator.
+		re := regexp.MustCompile(`(^|[\s'"(=:])` + regexp.QuoteMeta(d) + `(/|$|[\s'"):,;])`)
+		text = re.ReplaceAllStringFunc(text, func(m string) string {
+			sub := re.FindStringSubmatch(m)
+			if sub[2] == "/" {
+				return sub[1]
+			}
+			return sub[1] + "." + sub[2]
+		})
+	}
+	return workDirRE.ReplaceAllString(text, "")
 }
 
 // representative is the run a report shows: the first failing one, else the last.
@@ -510,4 +673,10 @@ func percent(score, maxScore float64) string {
 		return "0"
 	}
 	return strconv.FormatFloat(100*score/maxScore, 'f', 1, 64)
+}
+
+// StepRunner converts a runner with the same shape under another name
+// (isolate.LabRunner) to Boundary.Run's type.
+func StepRunner[F ~func(context.Context, string, []labsteps.Step, time.Duration, int) ([]labsteps.Result, error)](f F) func(context.Context, string, []labsteps.Step, time.Duration, int) ([]labsteps.Result, error) {
+	return f
 }

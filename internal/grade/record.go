@@ -23,6 +23,7 @@ type Record struct {
 	Problem  string       `json:"problem,omitempty"` // why it scored 0 without running: not there, build failed…
 	Bin      string       `json:"bin,omitempty"`     // the executables the steps ran
 	Runs     int          `json:"runs"`
+	Mode     string       `json:"mode"` // how it was graded: isolated (and how), or unisolated
 	Score    float64      `json:"-"`
 	Max      float64      `json:"-"`
 	Took     float64      `json:"-"`                      // seconds
@@ -86,18 +87,20 @@ func (r Record) Flaky() []StepRecord {
 // ---- Gradescope results.json ----
 
 type gsTest struct {
-	Name       string     `json:"name"`
-	Number     string     `json:"number"`
-	Score      float64    `json:"score"`
-	MaxScore   float64    `json:"max_score"`
-	Status     string     `json:"status"`
-	Output     string     `json:"output"`
-	Visibility string     `json:"visibility"`
-	Extra      StepRecord `json:"extra_data"`
+	Name         string     `json:"name"`
+	OutputFormat string     `json:"output_format"`
+	Number       string     `json:"number"`
+	Score        float64    `json:"score"`
+	MaxScore     float64    `json:"max_score"`
+	Status       string     `json:"status"`
+	Output       string     `json:"output"`
+	Visibility   string     `json:"visibility"`
+	Extra        StepRecord `json:"extra_data"`
 }
 
 type gsResults struct {
 	Score         float64  `json:"score"`
+	OutputFormat  string   `json:"output_format"`
 	ExecutionTime float64  `json:"execution_time"`
 	Output        string   `json:"output"`
 	Visibility    string   `json:"visibility"`
@@ -112,7 +115,8 @@ const maxOutput = 16 << 10
 // with its points, the top-level output saying the verdict (and the
 // compiler's output when the build failed).
 func WriteResults(w io.Writer, r Record) error {
-	out := gsResults{Score: r.Score, ExecutionTime: r.Took, Visibility: "visible", Tests: []gsTest{}, Extra: r}
+	// output_format text: a compiler error's "<-chan" is not HTML.
+	out := gsResults{Score: r.Score, OutputFormat: "text", ExecutionTime: r.Took, Visibility: "visible", Tests: []gsTest{}, Extra: r}
 	out.Output = r.summary()
 	if r.BuildOut != "" {
 		out.Output += "\n\n" + r.BuildOut
@@ -122,7 +126,7 @@ func WriteResults(w io.Writer, r Record) error {
 		if s.Status() == "passed" {
 			status = "passed"
 		}
-		out.Tests = append(out.Tests, gsTest{Name: fmt.Sprintf("Step %d: %s", s.Num, s.Title), Number: strconv.Itoa(s.Num),
+		out.Tests = append(out.Tests, gsTest{Name: fmt.Sprintf("Step %d: %s", s.Num, s.Title), OutputFormat: "text", Number: strconv.Itoa(s.Num),
 			Score: s.Score, MaxScore: s.Points, Status: status, Output: clip(s.Output, maxOutput), Visibility: "visible",
 			Extra: s})
 	}
@@ -133,8 +137,12 @@ func WriteResults(w io.Writer, r Record) error {
 
 // summary is the one-paragraph verdict at the top of results.json.
 func (r Record) summary() string {
+	mode := ""
+	if r.Mode != "" {
+		mode = "\nGraded " + r.Mode + "."
+	}
 	if r.Problem != "" {
-		return fmt.Sprintf("%s: 0 of %s points. %s", r.Name, num(r.Max), r.Problem)
+		return fmt.Sprintf("%s: 0 of %s points. %s%s", r.Name, num(r.Max), r.Problem, mode)
 	}
 	s := fmt.Sprintf("%s: %s of %s points; %d of %d lab steps passed", r.Name, num(r.Score), num(r.Max), r.Passed(), len(r.Steps))
 	if r.Runs > 1 {
@@ -142,9 +150,9 @@ func (r Record) summary() string {
 	}
 	s += "."
 	for _, f := range r.Flaky() {
-		s += fmt.Sprintf("\nStep %d %s is flaky: it passed %d of %d runs and scores 0. Replay: %s", f.Num, f.Slug, f.Passes, f.Runs, f.Replay)
+		s += fmt.Sprintf("\nStep %d %s is flaky: it passed %d of %d runs and scores 0. Re-run it on your machine, repeatedly: %s", f.Num, f.Slug, f.Passes, f.Runs, StudentReplay(f.Num))
 	}
-	return s
+	return s + mode
 }
 
 // ReadResults reads a results.json that WriteResults wrote back into a Record.
@@ -157,7 +165,7 @@ func ReadResults(path string) (Record, error) {
 	if err := json.Unmarshal(b, &in); err != nil {
 		return Record{}, fmt.Errorf("%s: %w", path, err)
 	}
-	r := in.Extra
+	r := cleanRecord(in.Extra)
 	if r.Name == "" {
 		return Record{}, fmt.Errorf("%s: not written by lab grade (no extra_data.submission)", path)
 	}
@@ -165,7 +173,7 @@ func ReadResults(path string) (Record, error) {
 	for _, t := range in.Tests {
 		s := t.Extra
 		s.Title = strings.TrimPrefix(t.Name, fmt.Sprintf("Step %d: ", s.Num))
-		s.Points, s.Score, s.Output = t.MaxScore, t.Score, t.Output
+		s.Points, s.Score, s.Output = t.MaxScore, t.Score, Clean(t.Output)
 		r.Max += s.Points
 		r.Steps = append(r.Steps, s)
 	}
@@ -181,7 +189,7 @@ func WriteJUnit(w io.Writer, r Record) error {
 	class := "snacklab.grade." + r.Name
 	s := labsteps.JUnitSuite{Name: r.Name, Time: labsteps.JUnitSeconds(r.Took), Props: labsteps.JUnitProperties{
 		{Name: "score", Value: num(r.Score)}, {Name: "max_score", Value: num(r.Max)}, {Name: "source", Value: r.Source},
-		{Name: "kind", Value: string(r.Kind)}, {Name: "runs", Value: strconv.Itoa(r.Runs)}}}
+		{Name: "kind", Value: string(r.Kind)}, {Name: "runs", Value: strconv.Itoa(r.Runs)}, {Name: "mode", Value: r.Mode}}}
 	if r.Problem != "" {
 		name := "submission"
 		if r.Kind == KindModule {

@@ -66,8 +66,27 @@ func WorkerMain(args []string, stderr io.Writer) int {
 	work := fs.String("work", "", "parent of the step's work dir")
 	out := fs.String("result", "", "write the result here")
 	mem := fs.Int64("mem", 512<<20, "kill the step when this worker's resident memory exceeds this many bytes")
+	cgroup := fs.String("cgroup", "", "comma-separated cgroup.procs files to join before the step starts")
 	if err := fs.Parse(args); err != nil {
 		return 2
+	}
+	var notes []string
+	procs := ""
+	if *cgroup != "" {
+		files := strings.Split(*cgroup, ",")
+		if err := joinCgroups(files); err != nil {
+			notes = append(notes, "the step runs without its cgroup: "+err.Error())
+		} else {
+			procs = files[0]
+		}
+	}
+	// sweep kills what the step left: the whole cgroup when there is one,
+	// else the process group and the processes carrying the step's tag.
+	sweep := func() []string {
+		if procs != "" {
+			return append(killGroup(false), killListed(procs, os.Getpid())...)
+		}
+		return append(killGroup(false), killTagged(os.Getenv(tagEnv))...)
 	}
 	steps, err := labsteps.Select([]string{strconv.Itoa(*step)})
 	if err != nil || len(steps) != 1 || *out == "" || *bin == "" {
@@ -82,12 +101,11 @@ func WorkerMain(args []string, stderr io.Writer) int {
 	t0 := time.Now()
 	ticker := time.NewTicker(tick)
 	defer ticker.Stop()
-	var notes []string
 	swept, ticks := false, 0
 	for {
 		select {
 		case r := <-done:
-			if pids := append(killGroup(false), killTagged(os.Getenv(tagEnv))...); len(pids) > 0 {
+			if pids := sweep(); len(pids) > 0 {
 				notes = append(notes, "after the step ended, the grader killed processes it left running: "+strings.Join(pids, ", "))
 			}
 			return writeResult(*out, workerResult{Result: trimResult(r), Notes: notes}, stderr)
@@ -102,7 +120,7 @@ func WorkerMain(args []string, stderr io.Writer) int {
 		}
 		if !swept && elapsed > *timeout+sweepGrace {
 			swept = true
-			if pids := append(killGroup(false), killTagged(os.Getenv(tagEnv))...); len(pids) > 0 {
+			if pids := sweep(); len(pids) > 0 {
 				notes = append(notes, fmt.Sprintf("%v after the step's time limit of %v, the grader killed every process it had left: %s",
 					sweepGrace, *timeout, strings.Join(pids, ", ")))
 			}
@@ -115,8 +133,7 @@ func WorkerMain(args []string, stderr io.Writer) int {
 				r.Dir = m[0]
 			}
 			code := writeResult(*out, workerResult{Result: r, Notes: notes}, stderr)
-			killTagged(os.Getenv(tagEnv))
-			killGroup(false)
+			sweep()
 			return code
 		}
 	}
@@ -278,6 +295,24 @@ func residentBytes() int64 {
 
 // ---- the grader's side ----
 
+// stepPIDs bounds the processes and threads of one step in the unisolated
+// mode (the pids cgroup): the reference needs fewer than 130.
+const stepPIDs = 1024
+
+// programEnv is the environment of a step's worker, and so of the programs
+// it starts, in the unisolated mode: a minimal one, not the grader's (which
+// may hold CI secrets, tokens, a DOCKER_HOST). No HOME: the contract needs
+// none.
+func programEnv() []string {
+	env := []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/nonexistent", "TMPDIR=" + os.TempDir(), "LANG=C.UTF-8"}
+	for _, k := range []string{"GOCOVERDIR", "GORACE"} { // the grader's own tests
+		if v, ok := os.LookupEnv(k); ok {
+			env = append(env, k+"="+v)
+		}
+	}
+	return env
+}
+
 // runIsolated runs step s against bin in a worker process that leads its
 // own process group, with workRoot as the parent of the step's work dir.
 // Whatever happens in the worker, it returns a result: a worker that dies or
@@ -297,10 +332,18 @@ func (g *grader) runIsolated(ctx context.Context, bin string, s labsteps.Step, w
 	args := append(append([]string(nil), g.cfg.Worker[1:]...), WorkerArg,
 		"-bin", bin, "-step", strconv.Itoa(s.Num), "-timeout", g.cfg.StepTimeout.String(),
 		"-work", workRoot, "-result", resFile, "-mem", strconv.FormatInt(g.cfg.MemLimit, 10))
+	stepTag := filepath.Base(g.tmp) + "." + tag
+	cg, err := g.cg.step(stepTag, g.cfg.StepMemory, stepPIDs)
+	if err != nil {
+		return labsteps.Result{Step: s, Problem: "grader: making the step's cgroup: " + err.Error()}, nil
+	}
+	defer cg.remove()
+	if cg != nil {
+		args = append(args, "-cgroup", strings.Join(cg.procsFiles(), ","))
+	}
 	cmd := exec.CommandContext(hctx, g.cfg.Worker[0], args...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	stepTag := filepath.Base(g.tmp) + "." + tag
-	cmd.Env = append(os.Environ(), tagEnv+"="+stepTag)
+	cmd.Env = append(programEnv(), tagEnv+"="+stepTag)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = nil, errFile, errFile
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = 2 * time.Second
@@ -311,6 +354,7 @@ func (g *grader) runIsolated(ctx context.Context, bin string, s labsteps.Step, w
 		// The worker died or was killed before it could clean up: kill
 		// what is left of its group, and what escaped it.
 		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		cg.killAll(0)
 		killTagged(stepTag)
 	}
 	if readErr == nil {

@@ -15,6 +15,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -70,6 +71,8 @@ type Engine struct {
 	id     string
 	seq    atomic.Int64
 	closed atomic.Bool
+	mu     sync.Mutex
+	made   []string // ids of the containers made
 }
 
 // New connects to the Docker engine (DOCKER_HOST, or the local socket),
@@ -287,10 +290,50 @@ func (e *Engine) Run(ctx context.Context, opt Options) (out Outcome, err error) 
 // create creates (not starts) the submission's container. It returns the
 // container's id whenever one exists, also with an error.
 func (e *Engine) create(ctx context.Context, opt Options, sub string) (string, error) {
-	name := fmt.Sprintf("snacklab-isolate-%s-%03d-%s", e.id, e.seq.Add(1), containerSafe(opt.Name))
-	l := opt.Limits
-	tmpfs := func(size int64) string {
-		return "rw,noexec,nosuid,nodev,mode=1777,size=" + strconv.FormatInt(size, 10)
+	return e.createContainer(ctx, containerSpec{
+		name:   opt.Name,
+		cmd:    opt.labArgs(),
+		env:    []string{isolatedEnv + "=1", "TMPDIR=" + tmpDir, "HOME=" + tmpDir},
+		mounts: []dc.HostMount{roBind(sub, subDir)},
+		tmpfs:  map[string]int64{workDir: opt.Limits.WorkSize, tmpDir: opt.Limits.TmpSize},
+		limits: opt.Limits,
+		user:   ContainerUser,
+	})
+}
+
+// containerSpec is what differs between the containers an Engine makes: a
+// lab run or a build.
+type containerSpec struct {
+	name    string
+	cmd     []string
+	env     []string
+	workDir string
+	mounts  []dc.HostMount
+	tmpfs   map[string]int64 // path → size; noexec
+	limits  Limits
+	user    string
+}
+
+func roBind(src, dst string) dc.HostMount {
+	return dc.HostMount{Type: "bind", Source: src, Target: dst, ReadOnly: true,
+		BindOptions: &dc.BindOptions{Propagation: "rprivate"}}
+}
+
+func rwBind(src, dst string) dc.HostMount {
+	return dc.HostMount{Type: "bind", Source: src, Target: dst,
+		BindOptions: &dc.BindOptions{Propagation: "rprivate"}}
+}
+
+// createContainer creates (not starts) a container of the engine's image
+// with no network, a read-only root, no capabilities, and the spec's
+// limits. It returns the container's id whenever one exists, also with an
+// error.
+func (e *Engine) createContainer(ctx context.Context, sp containerSpec) (string, error) {
+	name := fmt.Sprintf("snacklab-isolate-%s-%03d-%s", e.id, e.seq.Add(1), containerSafe(sp.name))
+	l := sp.limits
+	tmpfs := map[string]string{}
+	for p, size := range sp.tmpfs {
+		tmpfs[p] = "rw,noexec,nosuid,nodev,mode=1777,size=" + strconv.FormatInt(size, 10)
 	}
 	const period = 100_000 // µs, the CFS default
 	c, err := e.client.CreateContainer(dc.CreateContainerOptions{
@@ -298,23 +341,23 @@ func (e *Engine) create(ctx context.Context, opt Options, sub string) (string, e
 		Name:    name,
 		Config: &dc.Config{
 			Image:           e.image,
-			Cmd:             opt.labArgs(),
-			User:            ContainerUser,
-			Env:             []string{isolatedEnv + "=1", "TMPDIR=" + tmpDir, "HOME=" + tmpDir},
+			Cmd:             sp.cmd,
+			User:            sp.user,
+			Env:             sp.env,
+			WorkingDir:      sp.workDir,
 			NetworkDisabled: true,
-			Labels:          map[string]string{LabelEngine: e.id, LabelSubmission: opt.Name},
+			Labels:          map[string]string{LabelEngine: e.id, LabelSubmission: sp.name},
 		},
 		HostConfig: &dc.HostConfig{
 			// No network: a loopback interface only. Docker writes no
 			// resolv.conf then, so a lookup asks 127.0.0.1:53 and [::1]:53,
 			// the container's own loopback; DNS keeps a resolver, should
 			// one be written, on that loopback too.
-			NetworkMode: "none",
-			DNS:         []string{"127.0.0.1"},
-			IpcMode:     "none",
-			Mounts: []dc.HostMount{{Type: "bind", Source: sub, Target: subDir, ReadOnly: true,
-				BindOptions: &dc.BindOptions{Propagation: "rprivate"}}},
-			Tmpfs:          map[string]string{workDir: tmpfs(l.WorkSize), tmpDir: tmpfs(l.TmpSize)},
+			NetworkMode:    "none",
+			DNS:            []string{"127.0.0.1"},
+			IpcMode:        "none",
+			Mounts:         sp.mounts,
+			Tmpfs:          tmpfs,
 			ReadonlyRootfs: true,
 			CapDrop:        []string{"ALL"},
 			SecurityOpt:    []string{"no-new-privileges:true"},
@@ -335,11 +378,20 @@ func (e *Engine) create(ctx context.Context, opt Options, sub string) (string, e
 		// The container may exist although create reported an error.
 		if cs, lerr := e.client.ListContainers(dc.ListContainersOptions{All: true,
 			Filters: map[string][]string{"name": {name}}}); lerr == nil && len(cs) == 1 {
-			return cs[0].ID, fmt.Errorf("isolate: creating container %s: %w", name, err)
+			return e.remember(cs[0].ID), fmt.Errorf("isolate: creating container %s: %w", name, err)
 		}
 		return "", fmt.Errorf("isolate: creating container %s: %w", name, err)
 	}
-	return c.ID, nil
+	return e.remember(c.ID), nil
+}
+
+// remember records a container the engine made, so that its tests judge
+// only their own containers' processes.
+func (e *Engine) remember(id string) string {
+	e.mu.Lock()
+	e.made = append(e.made, id)
+	e.mu.Unlock()
+	return id
 }
 
 // containerResult is what a container did.

@@ -21,3 +21,10 @@ func Interpret(opt Options, stdout, stderr string, code int, wall, oom bool) (Ou
 	out.interpret(opt, containerResult{code: code, wall: wall, oom: oom, stdout: stdout, stderr: stderr})
 	return out, nil
 }
+
+// Made lists the ids of the containers the engine created.
+func (e *Engine) Made() []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return append([]string(nil), e.made...)
+}

@@ -266,22 +266,29 @@ func leftovers(t *testing.T, client *dc.Client, e *isolate.Engine) []string {
 	return names
 }
 
-// hostProcsFromSub lists processes on this machine started from a
-// container's /sub or /lab: a graded container's processes, seen from the
-// host's PID namespace.
-func hostProcsFromSub() []string {
+// ownProcs lists the processes on this machine that run in one of the
+// containers this test's engine made (their cgroup names the container's
+// id). Other tests and other users' graders may run /sub and /lab
+// processes of their own on the same host at the same time: the test
+// judges only its own. (It scanned every process for /sub/ and /lab before,
+// and failed whenever another grading ran beside it.)
+func ownProcs(ids []string) []string {
 	ents, _ := os.ReadDir("/proc")
 	var out []string
 	for _, e := range ents {
 		if _, err := strconv.Atoi(e.Name()); err != nil {
 			continue
 		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		cg, err := os.ReadFile("/proc/" + e.Name() + "/cgroup")
 		if err != nil {
 			continue
 		}
-		if bytes.HasPrefix(b, []byte("/sub/")) || bytes.HasPrefix(b, []byte("/lab\x00")) {
-			out = append(out, e.Name()+": "+strings.ReplaceAll(string(b), "\x00", " "))
+		for _, id := range ids {
+			if bytes.Contains(cg, []byte(id)) {
+				b, _ := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+				out = append(out, e.Name()+": "+strings.ReplaceAll(string(b), "\x00", " "))
+				break
+			}
 		}
 	}
 	return out
@@ -568,7 +575,7 @@ func TestHostileCohort(t *testing.T) {
 		if ents, _ := os.ReadDir(stageRoot); len(ents) > 0 {
 			t.Errorf("staging dirs left in %s: %d", stageRoot, len(ents))
 		}
-		if p := hostProcsFromSub(); len(p) > 0 {
+		if p := ownProcs(e.Made()); len(p) > 0 {
 			t.Errorf("processes of the graded containers still running on the host: %v", p)
 		}
 	})

@@ -11,12 +11,14 @@ import (
 	"strings"
 	"time"
 
+	"snacklab/internal/grade"
 	"snacklab/labsteps"
 )
 
 // gradescope is results.json as the lab writes it (labsteps.WriteGradescope).
 type gradescope struct {
 	Score         float64          `json:"score"`
+	OutputFormat  string           `json:"output_format,omitempty"` // "text": a compiler's <-chan is not HTML
 	ExecutionTime float64          `json:"execution_time"`
 	Output        string           `json:"output"`
 	Visibility    string           `json:"visibility"`
@@ -359,8 +361,14 @@ func passedChecks(output string) int {
 
 // ---- reports ----
 
-// writeReports writes results.json and junit.xml into dir.
+// writeReports writes results.json and junit.xml into dir, every text a
+// submission could have produced cleaned of control characters first.
 func writeReports(dir string, o Outcome) (results, junit string, err error) {
+	o.Problem = grade.Clean(o.Problem)
+	o.Steps = append([]StepOutcome(nil), o.Steps...)
+	for i := range o.Steps {
+		o.Steps[i].Output, o.Steps[i].Reason = grade.Clean(o.Steps[i].Output), grade.Clean(o.Steps[i].Reason)
+	}
 	results, junit = filepath.Join(dir, "results.json"), filepath.Join(dir, "junit.xml")
 	if err := labsteps.WriteFile(results, func(w io.Writer) error { return WriteGradescope(w, o) }); err != nil {
 		return "", "", err
@@ -386,7 +394,7 @@ func (o Outcome) summary() string {
 // WriteGradescope writes the outcome as Gradescope's results.json: one test
 // per step, one point each, as `lab run --results` does.
 func WriteGradescope(w io.Writer, o Outcome) error {
-	g := gradescope{Score: float64(o.Passed), ExecutionTime: o.Took.Seconds(), Output: o.summary(), Visibility: "visible",
+	g := gradescope{Score: float64(o.Passed), OutputFormat: "text", ExecutionTime: o.Took.Seconds(), Output: o.summary(), Visibility: "visible",
 		Tests: []gradescopeTest{}}
 	for _, s := range o.Steps {
 		t := gradescopeTest{Name: fmt.Sprintf("Step %d: %s", s.Num, s.Title), Number: strconv.Itoa(s.Num),

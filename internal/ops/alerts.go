@@ -120,10 +120,19 @@ func Evaluate(ctx context.Context, q *queue.Queue, now int64, t Thresholds) ([]B
 	}
 	if t.MaxOldestAge != nil && r.OldestDead != nil && r.OldestDead.AgeMs > t.MaxOldestAge.Milliseconds() {
 		o, limit := r.OldestDead, t.MaxOldestAge.Milliseconds()
+		// Human durations, except where rounding would hide the point: a
+		// limit it cannot show exactly is shown as given, and an age just
+		// past its limit that would read the same is shown exactly.
+		age, limitText := HumanDuration(o.Age()), HumanDuration(msDuration(limit))
+		if !humanExact(msDuration(limit)) {
+			limitText = msDuration(limit).String()
+		}
+		if age == limitText {
+			age = o.Age().String()
+		}
 		breaches = append(breaches, pick(Breach{Check: "max_oldest_age", Value: float64(o.AgeMs) / 1000,
 			Threshold: float64(limit) / 1000,
-			Message: fmt.Sprintf("ALERT max-oldest-age: oldest dead %s (%s) dead for %s > %s",
-				o.ID, o.Reason, o.Age(), msDuration(limit))},
+			Message:   fmt.Sprintf("ALERT max-oldest-age: oldest dead %s (%s) dead for %s > %s", o.ID, o.Reason, age, limitText)},
 			func(d DeadJob) bool { return d.AgeMs > limit }))
 	}
 	for _, reason := range queue.Reasons() {

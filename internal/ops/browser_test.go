@@ -3,6 +3,7 @@ package ops_test
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -44,6 +45,18 @@ type shown struct {
 	Bars      []bar             `json:"bars"`
 	Text      string            `json:"text"`
 	Resources int               `json:"resources"`
+	Layout    layout            `json:"layout"`
+}
+
+// layout is where things landed and how they are drawn, as laid out.
+type layout struct {
+	ViewW, ViewH float64
+	DeadTop      float64    // the dead list's top edge
+	DeadW, TopW  float64    // widths of the dead list's card and of the top row
+	BarFill      []string   // computed fill of each reason's bar, in order
+	RowReason    [][]string // each dead row's reason and its computed colour
+	Breaches     [][]string // each crossed threshold: check, text, background
+	CrossedRows  []string   // rows highlighted as crossed, by their first cell
 }
 
 type bar struct {
@@ -63,6 +76,16 @@ const readPage = `(() => {
 		bars: [...document.querySelectorAll('#reason-chart rect')].map(r => ({reason: r.dataset.reason, count: r.dataset.count, width: r.getBBox().width})),
 		text: document.body.innerText,
 		resources: performance.getEntriesByType('resource').length,
+		layout: {
+			ViewW: innerWidth, ViewH: innerHeight,
+			DeadTop: document.querySelector('#dead-list').getBoundingClientRect().top,
+			DeadW: document.querySelector('#dead-card').getBoundingClientRect().width,
+			TopW: document.querySelector('.top').getBoundingClientRect().width,
+			BarFill: [...document.querySelectorAll('#reason-chart rect')].map(r => getComputedStyle(r).fill),
+			RowReason: [...document.querySelectorAll('#dead-list tr[data-id]')].map(tr => [tr.cells[1].textContent.trim(), getComputedStyle(tr.cells[1]).color]),
+			Breaches: [...document.querySelectorAll('#breaches li')].map(li => [li.dataset.check, li.textContent.trim(), getComputedStyle(li).backgroundColor]),
+			CrossedRows: [...document.querySelectorAll('tr.crossed')].map(tr => tr.cells[0].textContent.trim()),
+		},
 	};
 })()`
 
@@ -72,14 +95,20 @@ const readPage = `(() => {
 func TestDashboardInChromium(t *testing.T) {
 	exe := chromiumPath(t)
 	q, _ := opstest.Known(t)
-	srv := httptest.NewServer(ops.NewDashboard(q, func() int64 { return opstest.Now }))
+	d := ops.NewDashboard(q, func() int64 { return opstest.Now })
+	maxDead, maxAge := int64(5), 90*time.Second // the fixture has 6 dead, the oldest 98 s old
+	if err := d.SetThresholds(ops.Thresholds{MaxDead: &maxDead, MaxOldestAge: &maxAge,
+		MaxRatio: map[queue.Reason]float64{queue.ReasonExhausted: 0.5}}); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(d)
 	defer srv.Close()
 
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	opts := append(slices.Clone(chromedp.DefaultExecAllocatorOptions[:]),
 		chromedp.ExecPath(exe), chromedp.NoSandbox, chromedp.UserDataDir(t.TempDir()),
-		chromedp.Flag("disable-dev-shm-usage", true), chromedp.WindowSize(1000, 1400))
+		chromedp.Flag("disable-dev-shm-usage", true), chromedp.WindowSize(1280, 800)) // a laptop screen
 	actx, cancelAlloc := chromedp.NewExecAllocator(ctx, opts...)
 	defer cancelAlloc()
 	bctx, cancelBrowser := chromedp.NewContext(actx)
@@ -92,12 +121,12 @@ func TestDashboardInChromium(t *testing.T) {
 	if err != nil {
 		t.Fatalf("chromium: read the page: %v", err)
 	}
-	png, err := chromedp.Run(bctx, chromedp.FullScreenshot(90))
+	png, err := chromedp.Run(bctx, chromedp.FullScreenshot(100))
 	if err != nil {
 		t.Fatalf("chromium: screenshot: %v", err)
 	}
 	if dir := os.Getenv("SNACKLAB_SCREENSHOT_DIR"); dir != "" {
-		if err := os.WriteFile(filepath.Join(dir, "dashboard.jpg"), png, 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, "dashboard.png"), png, 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -116,7 +145,7 @@ func TestDashboardInChromium(t *testing.T) {
 		"count-total":        strconv.FormatInt(st.Counts[queue.Pending]+st.Counts[queue.Leased]+st.Counts[queue.Done]+st.Counts[queue.Dead], 10),
 		"oldest-id":          st.OldestDead.ID,
 		"oldest-reason":      string(st.OldestDead.Reason),
-		"oldest-age":         (time.Duration(opstest.Now-st.OldestDead.UpdatedAt) * time.Millisecond).String(),
+		"oldest-age":         ops.HumanDuration(time.Duration(opstest.Now-st.OldestDead.UpdatedAt) * time.Millisecond),
 		"investigations":     strconv.FormatInt(st.Investigations, 10),
 		"redrives":           strconv.FormatInt(st.Redrives, 10),
 		"redriven-done":      strconv.FormatInt(st.Redriven[queue.Done], 10),
@@ -124,7 +153,7 @@ func TestDashboardInChromium(t *testing.T) {
 		"redriven-in-flight": strconv.FormatInt(st.Redriven[queue.Pending]+st.Redriven[queue.Leased], 10),
 		"redriven-jobs":      strconv.FormatInt(st.Redriven[queue.Pending]+st.Redriven[queue.Leased]+st.Redriven[queue.Done]+st.Redriven[queue.Dead], 10),
 		"last-investigation": time.UnixMilli(st.LastInvestigationMs).UTC().Format("2006-01-02T15:04:05.000Z") +
-			" (" + (time.Duration(opstest.Now-st.LastInvestigationMs) * time.Millisecond).String() + " ago)",
+			" (" + ops.HumanDuration(time.Duration(opstest.Now-st.LastInvestigationMs)*time.Millisecond) + " ago)",
 	}
 	for _, s := range queue.States() {
 		want["count-"+string(s)] = strconv.FormatInt(st.Counts[s], 10)
@@ -143,7 +172,7 @@ func TestDashboardInChromium(t *testing.T) {
 	}
 	for i, j := range dead {
 		w := []string{j.ID, string(j.Reason), fmt.Sprintf("%d/%d", j.Attempts, j.MaxAttempts), strconv.FormatInt(j.Token, 10),
-			time.UnixMilli(j.UpdatedAt).UTC().Format("2006-01-02T15:04:05.000Z"), (time.Duration(opstest.Now-j.UpdatedAt) * time.Millisecond).String()}
+			time.UnixMilli(j.UpdatedAt).UTC().Format("2006-01-02T15:04:05.000Z"), ops.HumanDuration(time.Duration(opstest.Now-j.UpdatedAt) * time.Millisecond)}
 		if !slices.Equal(got.Rows[i], w) {
 			t.Errorf("dead row %d shows %v, the database says %v", i, got.Rows[i], w)
 		}
@@ -162,10 +191,53 @@ func TestDashboardInChromium(t *testing.T) {
 			t.Errorf("bar %d: %+v, want %s with %d, %v wide", i, b, r, st.DeadByReason[r], wantW)
 		}
 	}
+	checkLayout(t, got.Layout, dead)
 	if got.Resources != 0 {
 		t.Errorf("page fetched %d resources, want none", got.Resources)
 	}
 	if strings.Contains(got.Text, opstest.QtyMarker) {
 		t.Error("page shows an order's qty")
+	}
+}
+
+// checkLayout: the page reads at a glance on a laptop screen. It uses the
+// full width; the dead list starts above the fold; each reason has its own
+// colour, the same in the chart and the list; and the thresholds crossed
+// (6 dead > 5, the oldest 98 s > 90 s; exhausted at 0.5 is not over 0.5)
+// are listed first under Attention, highlighted, with their figures.
+func checkLayout(t *testing.T, l layout, dead []queue.Job) {
+	t.Helper()
+	if l.DeadW < 0.9*l.ViewW || l.TopW < 0.9*l.ViewW {
+		t.Errorf("layout: expected the page to use the full width (%v px); observed the dead list %v px and the top row %v px wide", l.ViewW, l.DeadW, l.TopW)
+	}
+	if l.DeadTop >= l.ViewH {
+		t.Errorf("layout: expected the dead list above the fold (%v px); observed it starts at %v px", l.ViewH, l.DeadTop)
+	}
+	fill := map[string]string{}
+	for i, r := range queue.Reasons() {
+		if i < len(l.BarFill) {
+			fill[string(r)] = l.BarFill[i]
+		}
+	}
+	if distinct := len(slices.Compact(slices.Sorted(maps.Values(fill)))); distinct != len(queue.Reasons()) {
+		t.Errorf("layout: expected a distinct colour per reason; observed bar fills %v", l.BarFill)
+	}
+	for i, rr := range l.RowReason {
+		if i < len(dead) && (rr[0] != string(dead[i].Reason) || rr[1] != fill[rr[0]]) {
+			t.Errorf("dead row %d: expected reason %s drawn in its chart colour %s; observed %v", i, dead[i].Reason, fill[string(dead[i].Reason)], rr)
+		}
+	}
+	var checks []string
+	for _, b := range l.Breaches {
+		checks = append(checks, b[0])
+		if b[2] == "rgba(0, 0, 0, 0)" || b[2] == "rgb(255, 255, 255)" {
+			t.Errorf("breach %q is not highlighted (background %s)", b[1], b[2])
+		}
+	}
+	if want := []string{"max_dead", "max_oldest_age"}; !slices.Equal(checks, want) {
+		t.Errorf("Attention: expected the crossed thresholds %v listed; observed %v", want, l.Breaches)
+	}
+	if want := []string{"oldest dead", "dead"}; !slices.Equal(l.CrossedRows, want) {
+		t.Errorf("expected the figures past their thresholds highlighted (rows %v); observed %v", want, l.CrossedRows)
 	}
 }

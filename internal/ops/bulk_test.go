@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -283,35 +285,68 @@ func TestBulkRedriveSkipsWhatOthersRedrove(t *testing.T) {
 
 // TestBulkRedriveConcurrentRuns: two operators running the same bulk redrive
 // on the same file at once never redrive a job twice.
+//
+// Both runs walk the same list in the same order, so they meet on every job:
+// one takes the write lock, the other waits in SQLite's busy handler, which
+// polls (sleeps up to 100 ms, retries) instead of queueing. The winner takes
+// the lock again microseconds after each commit, so the loser can wait
+// through the winner's whole run, not one transaction: measured here under
+// load, one run redrove all 40 while the other waited as long and skipped all
+// 40. One handle had the default 5 s busy timeout, so that wait fails with
+// "database is locked" whenever the winner's 40 fsync'd commits take longer
+// than 5 s, as they do on a loaded disk. Both handles therefore get a busy
+// timeout far above any run's length. And the counts below hold only if both runs listed
+// the 40 candidates before either redrove one; a goroutine started late
+// under load listed fewer. together holds each run's first redrive until
+// both have listed.
 func TestBulkRedriveConcurrentRuns(t *testing.T) {
 	const n = 40
-	q, path := opstest.NewFile(t)
-	all := opstest.DeadBatch(t, q, "job", n, 1000)
-	other, err := queue.Open(path, queue.Options{BusyTimeout: 30 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Close()
+	q0, path := opstest.NewFile(t)
+	all := opstest.DeadBatch(t, q0, "job", n, 1000)
+	var arrived sync.WaitGroup
+	arrived.Add(2)
 	var wg sync.WaitGroup
 	results := make([]ops.BulkResult, 2)
 	errs := make([]error, 2)
-	for i, h := range []*queue.Queue{q, other} {
+	for i := range 2 {
+		h, err := queue.Open(path, queue.Options{BusyTimeout: 5 * time.Minute})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer h.Close()
 		wg.Go(func() {
-			results[i], errs[i] = ops.BulkRedrive{Reason: queue.ReasonExhausted, Note: "INC-3", Pace: noPace{}}.Run(context.Background(), h)
+			results[i], errs[i] = ops.BulkRedrive{Reason: queue.ReasonExhausted, Note: "INC-3", Pace: &together{arrived: &arrived}}.Run(context.Background(), h)
 		})
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
 		t.Fatal(err)
 	}
+	for i, r := range results {
+		if r.Candidates != n {
+			t.Fatalf("run %d listed %d candidates, want %d (both list before either redrives)", i, r.Candidates, n)
+		}
+	}
 	both := append(slices.Clone(results[0].Redriven), results[1].Redriven...)
 	if got, want := len(both), n; got != want {
 		t.Fatalf("redriven %d in all, want %d", got, want)
 	}
 	if got, want := len(results[0].Skipped)+len(results[1].Skipped), n; got != want {
-		t.Fatalf("skipped %d in all, want %d", got, want)
+		t.Fatalf("skipped %d in all, want %d: each job is redriven by one run and skipped by the other", got, want)
 	}
-	checkAtomic(t, q, all, both, "INC-3")
+	checkAtomic(t, q0, all, both, "INC-3")
+}
+
+// together is a Pace whose first Wait returns only once every run sharing
+// arrived has reached its own first Wait; then it lets every job go.
+type together struct {
+	arrived *sync.WaitGroup
+	once    sync.Once
+}
+
+func (p *together) Wait(ctx context.Context) error {
+	p.once.Do(func() { p.arrived.Done(); p.arrived.Wait() })
+	return ctx.Err()
 }
 
 func TestBulkRedriveLimitAndDryRun(t *testing.T) {
@@ -384,8 +419,13 @@ func TestProgressRenderings(t *testing.T) {
 	q, _ := opstest.NewFile(t)
 	opstest.DeadBatch(t, q, "job", 3, 1000)
 	var lines, bar bytes.Buffer
+	t0 := time.Unix(1000, 0)
+	// A job every 500 ms: the clock reads the number of lines printed so far.
+	clock := func() time.Time {
+		return t0.Add(time.Duration(strings.Count(lines.String(), "\n")-1) * 500 * time.Millisecond)
+	}
 	res, err := ops.BulkRedrive{Reason: queue.ReasonExhausted, Note: "INC-6", Pace: noPace{}, NowMs: func() int64 { return 5000 },
-		Progress: multi{ops.Lines(&lines), ops.Bar(&bar, 10)}}.Run(context.Background(), q)
+		Progress: multi{ops.Lines(&lines), ops.Bar(&bar, 80, clock)}}.Run(context.Background(), q)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -396,7 +436,7 @@ func TestProgressRenderings(t *testing.T) {
 	if got, want := strings.Count(out, "\r"), 3; got != want {
 		t.Fatalf("bar redrawn %d times, want %d: %q", got, want, out)
 	}
-	if !strings.HasSuffix(out, "[##########] 3/3  redriven 3  skipped 0  job-002\n") {
+	if !strings.HasSuffix(out, "[##########################] 3/3  redriven 3  skipped 0  2.0/s  ETA 0s  job-002\n") {
 		t.Fatalf("bar ends %q", out)
 	}
 	var sum bytes.Buffer
@@ -405,6 +445,53 @@ func TestProgressRenderings(t *testing.T) {
 	}
 	if got, want := sum.String(), "redrove 3 of 3 dead (exhausted) jobs under INC-6; skipped 0 no longer dead\n"; got != want {
 		t.Fatalf("summary %q, want %q", got, want)
+	}
+}
+
+// The bar shows the rate so far and the time left at it, and fits the
+// terminal: no line reaches the last column, whatever the width.
+func TestBarRateAndWidth(t *testing.T) {
+	for _, tc := range []struct {
+		columns int
+		want    string // the last line drawn
+	}{
+		{120, "[#####...................................] 5/40  redriven 4  skipped 1  2.0/s  ETA 18s  order-2026-000005"},
+		{80, "[#.............] 5/40  redriven 4  skipped 1  2.0/s  ETA 18s  order-2026-000005"},
+		{60, "[#............] 5/40  redriven 4  skipped 1  2.0/s  ETA 18s"},                    // the id goes before the bar shrinks below 10
+		{40, "[#.........] 5/40  redriven 4  skipped "},                                        // then the line is cut
+		{0, "[#.............] 5/40  redriven 4  skipped 1  2.0/s  ETA 18s  order-2026-000005"}, // unknown: 80
+	} {
+		t.Run(strconv.Itoa(tc.columns), func(t *testing.T) {
+			var buf bytes.Buffer
+			now := time.Unix(1000, 0)
+			b := ops.Bar(&buf, tc.columns, func() time.Time { return now })
+			for i := 1; i <= 5; i++ {
+				action := "redriven"
+				if i == 3 {
+					action = "skipped"
+				}
+				b.Step(ops.Step{N: i, Total: 40, ID: fmt.Sprintf("order-2026-%06d", i), Action: action})
+				now = now.Add(500 * time.Millisecond)
+			}
+			now = now.Add(-500 * time.Millisecond) // the last step's clock
+			draws := strings.Split(buf.String(), "\r\x1b[K")[1:]
+			last := draws[len(draws)-1]
+			if last != tc.want {
+				t.Errorf("columns %d: last line\n got %q\nwant %q", tc.columns, last, tc.want)
+			}
+			width := tc.columns
+			if width == 0 {
+				width = ops.DefaultColumns
+			}
+			for _, d := range draws {
+				if len(d) > width-1 {
+					t.Errorf("columns %d: a line of %d characters would wrap: %q", tc.columns, len(d), d)
+				}
+			}
+			if !strings.Contains(draws[0], "-/s  ETA -") && tc.columns >= 60 {
+				t.Errorf("the first line cannot know the rate yet: %q", draws[0])
+			}
+		})
 	}
 }
 

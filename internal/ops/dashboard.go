@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"snacklab/queue"
@@ -30,7 +31,27 @@ const DashboardDeadRows = 500
 type Dashboard struct {
 	q     *queue.Queue
 	nowMs func() int64
+	th    Thresholds
 	mux   *http.ServeMux
+}
+
+// SetThresholds makes the page check th as `queuectl alerts` does and show
+// each threshold crossed first, highlighted, under "Attention". Without
+// thresholds the page only shows the figures.
+func (d *Dashboard) SetThresholds(th Thresholds) error {
+	if err := th.Validate(); err != nil {
+		return err
+	}
+	d.th = th
+	return nil
+}
+
+// ReasonColor gives each reason its own colour on the page (chart, dead
+// list), so a glance tells a wave of deadlines from a bad payload.
+var ReasonColor = map[queue.Reason]string{
+	queue.ReasonPermanent: "#c0392b", // red: the content is bad, retrying never helps
+	queue.ReasonExhausted: "#d68910", // amber: ran out of attempts, often a long outage
+	queue.ReasonDeadline:  "#2471a3", // blue: ran out of time
 }
 
 // NewDashboard serves q, measuring ages against nowMs (nil: the wall clock).
@@ -79,6 +100,7 @@ type stateRow struct {
 
 type reasonRow struct {
 	Name         queue.Reason
+	Color        string
 	Count        int64
 	Ratio        string
 	BarY, TextY  int
@@ -87,7 +109,12 @@ type reasonRow struct {
 
 type deadRow struct {
 	DeadJob
-	Since, AgeText string
+	Since, AgeText, Color string
+}
+
+type breachRow struct {
+	Breach
+	Text string // the alert line without its id list (the dead list is below)
 }
 
 type dashView struct {
@@ -104,6 +131,9 @@ type dashView struct {
 	Redriven             RedriveResults
 	DeadRows             []deadRow
 	DeadMore             int
+	Checked              bool        // thresholds were given
+	Breaches             []breachRow // thresholds crossed
+	Crossed              map[string]bool
 }
 
 func (d *Dashboard) page(w http.ResponseWriter, r *http.Request) {
@@ -120,7 +150,22 @@ func (d *Dashboard) page(w http.ResponseWriter, r *http.Request) {
 	}
 	v := dashView{Now: formatMs(now), Total: rep.Total(), Dead: rep.Counts[queue.Dead],
 		Investigations: rep.Investigations, Redrives: rep.Redrives, Redriven: rep.Redriven,
-		LastInvestigation: "never", DeadRows: []deadRow{}}
+		LastInvestigation: "never", DeadRows: []deadRow{}, Checked: !d.th.Empty(), Crossed: map[string]bool{}}
+	if v.Checked {
+		breaches, err := Evaluate(r.Context(), d.q, now, d.th)
+		if err != nil {
+			http.Error(w, "alerts: "+err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		for _, b := range breaches {
+			text, _, _ := strings.Cut(b.Message, "; ids: ")
+			v.Breaches = append(v.Breaches, breachRow{b, strings.TrimPrefix(text, "ALERT ")})
+			v.Crossed[b.Check] = true
+			if b.Reason != "" {
+				v.Crossed["ratio-"+string(b.Reason)] = true
+			}
+		}
+	}
 	for _, st := range queue.States() {
 		v.States = append(v.States, stateRow{st, rep.Counts[st]})
 	}
@@ -131,7 +176,7 @@ func (d *Dashboard) page(w http.ResponseWriter, r *http.Request) {
 	}
 	for i, reason := range queue.Reasons() {
 		n := rep.DeadByReason[reason]
-		row := reasonRow{Name: reason, Count: n, Ratio: strconv.FormatFloat(rep.DeadRatio[reason]*100, 'f', 1, 64) + "%",
+		row := reasonRow{Name: reason, Color: ReasonColor[reason], Count: n, Ratio: strconv.FormatFloat(rep.DeadRatio[reason]*100, 'f', 1, 64) + "%",
 			BarY: i*rowH + 6, TextY: i*rowH + 23}
 		if most > 0 {
 			row.BarW = int(barMax * n / most)
@@ -141,18 +186,18 @@ func (d *Dashboard) page(w http.ResponseWriter, r *http.Request) {
 	}
 	v.ChartH = len(v.Reasons)*rowH + 8
 	if o := rep.OldestDead; o != nil {
-		v.Oldest = &deadRow{DeadJob: *o, Since: formatMs(o.SinceMs), AgeText: o.Age().String()}
+		v.Oldest = &deadRow{DeadJob: *o, Since: formatMs(o.SinceMs), AgeText: HumanDuration(o.Age()), Color: ReasonColor[o.Reason]}
 	}
 	if rep.LastInvestigationMs != nil {
 		v.LastInvestigation = formatMs(*rep.LastInvestigationMs)
-		v.LastInvestigationAge = msDuration(*rep.LastInvestigationAgeMs).String()
+		v.LastInvestigationAge = HumanDuration(msDuration(*rep.LastInvestigationAgeMs))
 	}
 	for i, j := range dead {
 		if i == DashboardDeadRows {
 			v.DeadMore = len(dead) - i
 			break
 		}
-		v.DeadRows = append(v.DeadRows, deadRow{DeadJob: j, Since: formatMs(j.SinceMs), AgeText: j.Age().String()})
+		v.DeadRows = append(v.DeadRows, deadRow{DeadJob: j, Since: formatMs(j.SinceMs), AgeText: HumanDuration(j.Age()), Color: ReasonColor[j.Reason]})
 	}
 	var buf bytes.Buffer
 	if err := dashboardPage.Execute(&buf, v); err != nil {

@@ -63,6 +63,9 @@ func TestDashboardPage(t *testing.T) {
 			t.Errorf("page lacks %s", want)
 		}
 	}
+	if !strings.Contains(body, `id="no-thresholds"`) || strings.Contains(body, `class="crossed"`) {
+		t.Error("without thresholds the page should say none are set and highlight nothing")
+	}
 	if got, want := strings.Count(body, "<tr data-id="), opstest.Dead; got != want {
 		t.Errorf("dead rows %d, want %d", got, want)
 	}

@@ -98,7 +98,7 @@ func WriteDeadTable(w io.Writer, jobs []DeadJob) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "ID\tREASON\tATTEMPTS\tTOKEN\tDEAD SINCE\tAGE\n")
 	for _, j := range jobs {
-		fmt.Fprintf(tw, "%s\t%s\t%d/%d\t%d\t%s\t%s\n", j.ID, j.Reason, j.Attempts, j.MaxAttempts, j.Token, formatMs(j.SinceMs), j.Age())
+		fmt.Fprintf(tw, "%s\t%s\t%d/%d\t%d\t%s\t%s\n", j.ID, j.Reason, j.Attempts, j.MaxAttempts, j.Token, formatMs(j.SinceMs), HumanDuration(j.Age()))
 	}
 	return tw.Flush()
 }

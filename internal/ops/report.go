@@ -110,13 +110,13 @@ func WriteTable(w io.Writer, r Report) error {
 	}
 	fmt.Fprintln(w)
 	if o := r.OldestDead; o != nil {
-		fmt.Fprintf(w, "oldest dead:        %s (%s), dead for %s (since %s)\n", o.ID, o.Reason, o.Age(), formatMs(o.SinceMs))
+		fmt.Fprintf(w, "oldest dead:        %s (%s), dead for %s (since %s)\n", o.ID, o.Reason, HumanDuration(o.Age()), formatMs(o.SinceMs))
 	} else {
 		fmt.Fprintf(w, "oldest dead:        none\n")
 	}
 	if r.LastInvestigationMs != nil {
 		fmt.Fprintf(w, "last investigation: %s ago (at %s), %d in all\n",
-			msDuration(*r.LastInvestigationAgeMs), formatMs(*r.LastInvestigationMs), r.Investigations)
+			HumanDuration(msDuration(*r.LastInvestigationAgeMs)), formatMs(*r.LastInvestigationMs), r.Investigations)
 	} else {
 		fmt.Fprintf(w, "last investigation: never\n")
 	}

@@ -1,0 +1,48 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+// checkOutputs refuses report paths that cannot be written, before any step
+// runs: a run of every step that then fails to save its results wastes the
+// learner's minutes and loses the results. A path that exists must not be a
+// directory, and a regular file must open for writing (it is not truncated
+// here); a device or pipe (--results /dev/stderr, as the isolated runner
+// passes) is taken as it is. A new path's directory must exist and take a
+// new file.
+func checkOutputs(flags map[string]string) error {
+	for _, name := range []string{"results", "junit", "html"} {
+		path := flags[name]
+		if path == "" {
+			continue
+		}
+		if fi, err := os.Stat(path); err == nil {
+			switch {
+			case fi.IsDir():
+				return usageErr{fmt.Sprintf("--%s %s is a directory; want a file path. Nothing was run", name, path)}
+			case fi.Mode().IsRegular():
+				f, err := os.OpenFile(path, os.O_WRONLY, 0)
+				if err != nil {
+					return usageErr{fmt.Sprintf("--%s %s: cannot write it (%v). Nothing was run", name, path, err)}
+				}
+				f.Close()
+			}
+			continue
+		}
+		dir := filepath.Dir(path)
+		fi, err := os.Stat(dir)
+		if err != nil || !fi.IsDir() {
+			return usageErr{fmt.Sprintf("--%s %s: directory %s does not exist; create it or choose another path. Nothing was run", name, path, dir)}
+		}
+		f, err := os.CreateTemp(dir, ".lab-write-check-*")
+		if err != nil {
+			return usageErr{fmt.Sprintf("--%s %s: cannot write in %s (%v). Nothing was run", name, path, dir, err)}
+		}
+		f.Close()
+		os.Remove(f.Name())
+	}
+	return nil
+}

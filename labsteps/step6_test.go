@@ -1,0 +1,63 @@
+package labsteps_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"snacklab/labsteps"
+	"snacklab/labsteps/mutants"
+)
+
+// The receiver's file lock makes simultaneous POSTs meet a check made outside
+// the inserting transaction every time, and never fails the reference: 20
+// runs of step 6 each, four at once so the machine is busy.
+func TestConcurrentPostsForcedNotLucky(t *testing.T) {
+	if testing.Short() {
+		t.Skip("40 runs of step 6")
+	}
+	const runs = 20
+	step6, err := labsteps.Select([]string{"6"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name     string
+		bin      func() string
+		wantPass bool
+	}{
+		{"reference", func() string { return refBin }, true},
+		{"receiver-check-then-insert", func() string { return mutantBin(t, mutant(t, "receiver-check-then-insert")) }, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.name != "reference" && !mutants.Available() {
+				t.Skip(mutants.ErrNoPatches)
+			}
+			c := cfg(t, tc.bin())
+			c.Parallel = 4
+			steps := make([]labsteps.Step, runs)
+			for i := range steps {
+				steps[i] = step6[0]
+			}
+			wrong := 0
+			for _, r := range labsteps.RunSteps(context.Background(), c, steps, nil) {
+				// Parts run at once: the race's check may fail beside
+				// another part's, which the merged report may list first.
+				caught := false
+				for _, c := range r.Checks {
+					caught = caught || (!c.OK && strings.Contains(c.What, "simultaneous POSTs"))
+				}
+				if ok := r.Pass == tc.wantPass && (tc.wantPass || caught); !ok {
+					wrong++
+					if wrong == 1 {
+						t.Errorf("step 6 pass=%v, want %v (a mutant must fail at the simultaneous POSTs):\n%s", r.Pass, tc.wantPass, r.Detail())
+					}
+				}
+			}
+			t.Logf("step 6 against %s: %d/%d runs as expected", tc.name, runs-wrong, runs)
+			if wrong > 0 {
+				t.Fatalf("%d of %d runs of step 6 against %s went the wrong way", wrong, runs, tc.name)
+			}
+		})
+	}
+}
