@@ -3,56 +3,147 @@ package labsteps
 import (
 	"fmt"
 	"os"
-	"time"
+	"path/filepath"
+	"strings"
+
+	"snacklab/internal/systrace"
 )
 
 var step2 = Step{
 	Num: 2, Slug: "durable",
-	Title: "Durable acceptance: reported only after the commit, survives kill -9, idempotent, rollback journal",
-	Checks: "While the harness holds the queue's write lock, `queuectl enqueue` must wait and say nothing " +
-		"(an acceptance reported before its commit is caught here); killed with SIGKILL while it waits, it " +
-		"leaves nothing behind. An order accepted while a sender holds the file open survives that sender's " +
-		"SIGKILL and is read back by a fresh process; the same id and qty again is a duplicate that changes " +
-		"nothing; the same id with another qty is refused (exit 7) with nothing written; the file is a " +
-		"rollback-journal SQLite file with no -wal file.",
-	Why: "\"Accepted\" is a promise to the customer: once the shop says it, no crash may lose the order, and " +
-		"a retried submission must not become a second order or overwrite the first.",
+	Title: "Durable acceptance: reported only after the commit reached the disk, survives kill -9, idempotent, rollback journal",
+	Checks: "`queuectl enqueue` runs under strace while the harness holds the queue's write lock: once its trace shows " +
+		"it tried the lock and was refused, it must have printed nothing; after the lock is released it must exit 0, " +
+		"and its trace must show the commit on disk before the acceptance on stdout: after its last write to the " +
+		"queue file, an fsync (or fdatasync) of that file and the deletion of the rollback journal, then the first " +
+		"write to stdout. Killed with SIGKILL while it waits, it leaves nothing behind; with --busy-timeout-ms 100 it " +
+		"waits at least 100 ms from its first refused attempt, then exits 6 having written nothing. An order accepted " +
+		"while a sender holds the file open survives that sender's SIGKILL and is read back by a fresh process; the " +
+		"same id and qty again is a duplicate that changes nothing; the same id with another qty is refused (exit 7) " +
+		"with nothing written; the file is a rollback-journal SQLite file with no -wal file.",
+	Why: "\"Accepted\" is a promise to the customer: once the shop says it, no crash or power cut may lose the order, " +
+		"and a retried submission must not become a second order or overwrite the first. With a rollback journal the " +
+		"order is on disk only once the file is synced and the journal deleted; an answer printed earlier (before the " +
+		"commit, inside an open transaction, or with synchronous=OFF) is a promise a crash can break.",
 	run: runStep2,
 }
 
 func runStep2(h *Harness) {
-	h.Init()
+	h.requireStrace("step 2 judges durable acceptance from the system calls enqueue makes")
+	h.Parallel(
+		Part{"accepted only after the commit reached the disk", acceptedAfterCommit},
+		Part{"a crash while waiting for the lock leaves nothing", crashWhileWaiting},
+		Part{"busy past --busy-timeout-ms: exit 6, nothing written", enqueueGivesUp},
+		Part{"accepted orders survive kill -9", survivesKill},
+	)
+}
 
-	h.Section("accepted only after the commit")
+// describeEnqueue puts enqueue's answer on the timeline.
+func describeEnqueue(l Line) (string, bool) { return "enqueue reported: " + trim(l.Text), true }
+
+func acceptedAfterCommit(h *Harness) {
+	h.UseQueue("queue-accept.db")
+	h.Init()
 	lock := h.HoldWriteLock()
-	enq := h.start("enqueue", LaneQueuectl, "queuectl", t0, func(l Line) (string, bool) {
-		return "enqueue reported: " + trim(l.Text), true
-	}, h.qArgs("enqueue", t0, "--id", "o-1", "--qty", "7")...)
-	blocked := h.WaitBlocked(2*time.Second, enq)
-	ex, code, sig := enq.Exited()
-	// Killed before its output is read: Kill waits for the end of its stdout,
-	// so a line written just before it went to sleep is not missed.
-	enq.Kill()
-	lines := enq.Lines()
-	observed := "waiting, nothing printed"
-	switch {
-	case len(lines) > 0:
+	enq := h.startTraced("enqueue", LaneQueuectl, "queuectl", t0, describeEnqueue, durableCalls,
+		h.qArgs("enqueue", t0, "--id", "o-1", "--qty", "7")...)
+	enq.WaitRefused("enqueue tries the write lock the harness holds",
+		"an enqueue must commit, and a commit needs the write lock: the harness holds it to stop the enqueue before its commit")
+	early := stdoutWrites(enq.Trace())
+	observed := "tried the write lock, was refused, and printed nothing"
+	if len(early) > 0 {
+		observed = "wrote to stdout while the harness held the write lock: " + callText(early[0])
+	} else if lines := enq.Lines(); len(lines) > 0 {
 		observed = fmt.Sprintf("printed %q while the harness held the write lock", lines[0].Text)
-	case ex:
-		observed = "ended with " + exitText(code, sig) + " while the lock was held" + enq.StderrHint()
-	case !blocked:
-		observed = "still running but never seen asleep within 2s; nothing printed"
 	}
-	h.Check("enqueue says nothing while it cannot commit", len(lines) == 0 && !ex,
-		"enqueue waits for the write lock and prints nothing", observed,
-		"an acceptance reported before its commit is a promise a crash can break: the harness holds the lock, "+
-			"so nothing could have been committed yet")
+	h.Check("enqueue says nothing while it cannot commit", len(early) == 0 && len(enq.Lines()) == 0,
+		"nothing on stdout until the commit", observed,
+		"an acceptance reported before its commit is a promise a crash can break: the harness holds the lock, so nothing could have been committed yet")
+	lock.Release()
+	code, sig := enq.Wait("with the lock free again, the enqueue commits and ends")
+	h.Check("enqueue accepts once the lock is released (exit 0)", code == 0 && sig == "", "exit 0",
+		exitText(code, sig)+"; "+enq.observed(), "the lock was released well within the default busy timeout of 5000 ms")
+	ok, obs := enq.durableOrder(enq.Trace())
+	h.Check("the acceptance reached stdout only after the commit reached the disk", ok,
+		"in the trace: the last write to "+filepath.Base(h.DB)+", then an fsync or fdatasync of it, then the deletion of its -journal (the commit), then the first write to stdout",
+		obs,
+		"a rollback-journal commit is durable once the file is synced and the journal deleted; printed any earlier (before the commit, inside an open transaction, with synchronous=OFF), the acceptance can outlive the order")
+	j := h.MustShow("o-1").Job
+	h.Equal("a fresh process reads the accepted o-1", "o-1 qty=7 pending", fmt.Sprintf("%s qty=%d %s", j.ID, j.Qty, j.State),
+		"what was accepted is on disk")
+}
+
+// durableOrder reads a finished enqueue's trace: the first write to stdout
+// must come after a commit that reached the disk.
+func (t *Traced) durableOrder(tr *systrace.Trace) (bool, string) {
+	outs := stdoutWrites(tr)
+	base := filepath.Base(t.db)
+	if len(outs) == 0 {
+		return false, "no write to stdout in the trace " + t.TraceFile + "; " + t.observed()
+	}
+	s := outs[0].Seq
+	w, f, u := -1, -1, -1
+	for _, c := range tr.Calls[:s] {
+		switch {
+		case writeCall(c) && c.Path == t.db && c.Ret > 0:
+			w, f, u = c.Seq, -1, -1 // a later write needs its own sync and commit
+		case (c.Name == "fsync" || c.Name == "fdatasync") && c.Path == t.db && c.Ret == 0 && w >= 0 && f < 0:
+			f = c.Seq
+		case (c.Name == "unlink" || c.Name == "unlinkat") && c.Ret == 0 && f >= 0 && u < 0 &&
+			(strings.Contains(c.Args, "/"+base+"-journal\"") || strings.Contains(c.Args, "\""+base+"-journal\"")):
+			u = c.Seq
+		}
+	}
+	where := fmt.Sprintf(" (first write to stdout: call %d, %s; trace %s)", s, callText(outs[0]), t.TraceFile)
+	switch {
+	case w < 0:
+		return false, "nothing was written to " + base + " before the acceptance was printed: it was printed before the commit, or inside a transaction still open" + where
+	case f < 0:
+		return false, fmt.Sprintf("%s was last written at call %d but not synced (fsync/fdatasync) before the acceptance was printed: a power cut can lose the order (synchronous=OFF?)%s", base, w, where)
+	case u < 0:
+		return false, fmt.Sprintf("%s was written (call %d) and synced (call %d), but its -journal was not deleted before the acceptance was printed: with a rollback journal, deleting it is the commit%s", base, w, f, where)
+	}
+	return true, fmt.Sprintf("last write to %s at call %d, fsync at call %d, journal deleted at call %d, acceptance printed at call %d", base, w, f, u, s)
+}
+
+func crashWhileWaiting(h *Harness) {
+	h.UseQueue("queue-crash.db")
+	h.Init()
+	lock := h.HoldWriteLock()
+	enq := h.startTraced("enqueue", LaneQueuectl, "queuectl", t0, describeEnqueue, lockCalls,
+		h.qArgs("enqueue", t0, "--id", "o-1", "--qty", "7")...)
+	enq.WaitRefused("enqueue tries the write lock the harness holds", "the crash must land while the enqueue waits for its commit")
+	// Killed before its output is read: Kill waits for the end of its stdout,
+	// so a line written just before is not missed.
+	enq.Kill()
+	observed := "nothing printed"
+	if lines := enq.Lines(); len(lines) > 0 {
+		observed = fmt.Sprintf("printed %q while the harness held the write lock", lines[0].Text)
+	}
+	h.Check("enqueue printed nothing before it was killed", observed == "nothing printed", "nothing printed", observed,
+		"it never got the lock, so it never committed: an acceptance here would be a lie")
 	lock.Release()
 	s := h.Show("o-1")
 	h.ExpectExit("an enqueue killed before its commit left no order (show exits 8, not found)", 8, s.Run,
 		"a crash before the commit must leave nothing half-written; the sender of the order did not get an acceptance and will submit again")
+}
 
-	h.Section("accepted orders survive kill -9")
+func enqueueGivesUp(h *Harness) {
+	h.UseQueue("queue-busy.db")
+	h.Init()
+	lock := h.HoldWriteLock()
+	before := lock.Digest()
+	enq := h.startTraced("enqueue", LaneQueuectl, "queuectl", t0, describeEnqueue, lockCalls,
+		append(h.qArgs("enqueue", t0, "--id", "o-1", "--qty", "7"), busyFlag...)...)
+	h.ExpectGivesUp(fmt.Sprintf("enqueue with --busy-timeout-ms %d", shortBusyMs), enq, lock, before)
+	lock.Release()
+	s := h.Show("o-1")
+	h.ExpectExit("the enqueue that gave up left no order (show exits 8)", 8, s.Run,
+		"busy is a refusal: the client was not told \"accepted\" and will submit again")
+}
+
+func survivesKill(h *Harness) {
+	h.Init()
 	rcv := h.StartReceiver("receiver.db", "--hold-next", "1")
 	h.MustEnqueue("o-1", 7, t0)
 	a := h.StartSender("A", SenderOpts{Mode: "run", URL: rcv.URL, Now: t0, LeaseMs: 30000})

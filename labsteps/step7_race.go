@@ -2,67 +2,98 @@ package labsteps
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
-	"time"
 )
 
 var step7 = Step{
 	Num: 7, Slug: "race",
-	Title: "Two real senders race for one job: exactly one claims it, with the interleaving forced, not hoped for",
-	Checks: "The harness holds the queue file's write lock (BEGIN IMMEDIATE, writing nothing) while senders A " +
-		"and B start `run-once` on one due job. It waits until both have printed {\"event\":\"claiming\"} and " +
-		"every thread of both is asleep with no CPU used: whatever each claim reads before it writes, it has " +
-		"read. Then it rolls back. Exactly one sender must claim (token 1, delivered once); the other finds " +
-		"nothing (exit 13). The same again for a job whose lease expires at that instant: exactly one gets token 2.",
-	Why: "A check-then-act claim (read the due job, then update it unconditionally) lets two senders both " +
-		"\"win\" when their reads overlap. On a quiet machine that almost never happens, so a lab that merely " +
-		"starts two senders passes the bug by luck; holding the lock makes the overlap happen every time.",
+	Title: "Two processes at one queue file: exactly one sender claims a job, with the interleaving forced, and every writer waits for the write lock",
+	Checks: "The harness holds the queue file's write lock (BEGIN IMMEDIATE, writing nothing) while senders A and B, " +
+		"under strace, start `run-once` on one due job. Once both traces show a refused attempt to take the write " +
+		"lock, whatever each claim reads before it writes, it has read; then the harness releases the lock. The " +
+		"winner posts to the harness's holding server, which keeps the answer until the other sender's claim has " +
+		"run, so the winner cannot finish (and free the job) first. Exactly one must claim (token 1, posted once); " +
+		"the other finds nothing (exit 13). The same again for a job whose lease expires at that instant: exactly " +
+		"one gets token 2. Then every writing verb — queuectl claim, finish, redrive, investigate, and the sender's " +
+		"finish — meets the held lock twice: with --busy-timeout-ms 100 it must wait at least 100 ms after its first " +
+		"refused attempt and exit 6 having written nothing; with the default timeout it must succeed once the lock " +
+		"is released (released only after its trace shows it tried).",
+	Why: "A check-then-act claim (read the due job, then update it unconditionally), a compare-and-set on the state " +
+		"alone, or a token computed from an earlier read lets two senders both \"win\" when their reads overlap. On " +
+		"a quiet machine that almost never happens, so a lab that merely starts two senders passes the bug by luck; " +
+		"holding the lock makes the overlap happen every time. And a writer that gives up at the first refusal " +
+		"(no busy timeout, or a deferred transaction that reads first and cannot upgrade) fails whenever two " +
+		"processes meet, which in production is all the time.",
 	run: runStep7,
 }
 
-// blockLimit bounds the wait for both senders to be seen blocked.
-const blockLimit = 3 * time.Second
-
 func runStep7(h *Harness) {
-	rcv := h.StartReceiver("receiver.db")
+	h.requireStrace("step 7 judges who waits for the write lock from the system calls each process makes")
+	h.Parallel(
+		Part{"a race for a fresh job", raceFresh},
+		Part{"a race for a lease expiring now", raceExpired},
+		Part{"claim meets the held write lock", claimWaits},
+		Part{"finish meets the held write lock", finishWaits},
+		Part{"redrive meets the held write lock", redriveWaits},
+		Part{"investigate meets the held write lock", investigateWaits},
+		Part{"the sender's finish gives up past its busy timeout", senderFinishGivesUp},
+		Part{"the sender's finish waits for the write lock", senderFinishWaits},
+	)
+}
 
-	h.Section("a fresh job")
+func raceFresh(h *Harness) {
 	h.UseQueue("queue-fresh.db")
 	h.Init()
 	h.MustEnqueue("o-1", 7, t0)
-	race(h, rcv, "o-1", t0+1, 1)
+	race(h, "o-1", t0+1, 1)
+}
 
-	h.Section("a lease expiring now")
+func raceExpired(h *Harness) {
 	h.UseQueue("queue-expired.db")
 	h.Init()
 	h.MustEnqueue("o-2", 7, t0)
 	c := h.Claim("C", t0, 5000)
 	h.ExpectExit("C claims o-2 and will never finish it", 0, c.Run, "the race needs a job whose lease runs out")
-	race(h, rcv, "o-2", t0+5000, 2)
+	race(h, "o-2", t0+5000, 2)
 }
 
 // race starts A and B against the held write lock at now and checks that
 // exactly one of them claims id, with wantToken.
-func race(h *Harness, rcv *Receiver, id string, now, wantToken int64) {
+func race(h *Harness, id string, now, wantToken int64) {
+	srv := h.StartHoldServer()
 	lock := h.HoldWriteLock()
-	opts := SenderOpts{URL: rcv.URL, Now: now, LeaseMs: 30000}
-	a := h.StartSender("A", opts)
-	b := h.StartSender("B", opts)
-	whyClaiming := "the sender says it is about to claim; only then can the harness know the claim has begun"
-	a.WaitEvent("claiming", whyClaiming)
-	b.WaitEvent("claiming", whyClaiming)
-	if !h.WaitBlocked(blockLimit, a, b) {
-		h.Narrate("note: A and B were not both seen blocked; the race is released anyway, but not forced")
-	}
-	for _, p := range []*Proc{a, b} {
-		ex, code, sig := p.Exited()
-		if ex {
+	// The held answer must outlast the other claim however slow it is: a
+	// POST timeout would turn the winner's delivery into a retry.
+	opts := SenderOpts{URL: srv.URL, Now: now, LeaseMs: 30000, TimeoutMs: 3 * h.WaitLimit.Milliseconds()}
+	a := h.startTracedSender("A", opts, lockCalls)
+	b := h.startTracedSender("B", opts, lockCalls)
+	why := "once a claim asks for the write lock, whatever it reads first it has read: both reads happen before either claim can commit"
+	a.WaitRefused("A's claim tries the write lock the harness holds", why)
+	b.WaitRefused("B's claim tries the write lock the harness holds", why)
+	for _, p := range []*Traced{a, b} {
+		if ex, code, sig := p.Exited(); ex {
 			h.Check(p.Name+" is still waiting while the harness holds the write lock", false,
 				"waiting (busy_timeout is 5 s)", exitText(code, sig)+"; "+p.observed(),
-				"nothing can be claimed while another process holds the write lock: a claim must wait for it, not give up or claim without it")
+				"nothing can be claimed while another process holds the write lock: a claim must wait for it, not give up (a deferred transaction that reads first cannot wait: begin it IMMEDIATE) or claim without it")
 		}
 	}
 	lock.Release()
+	// The first claim to commit posts to the holding server, which keeps
+	// the answer: the winner cannot finish, and so free the job, before the
+	// other sender's claim has run (it has claimed too, or ended).
+	for _, p := range []*Traced{a, b} {
+		p.wait(func() bool {
+			for _, l := range p.lines {
+				if l.Str("event") == "claimed" {
+					return true
+				}
+			}
+			return false
+		})
+	}
+	h.Action("both claims have run (each sender has claimed or ended); the winner's answer was held until now", noClock)
+	srv.Release()
 	ra := a.Finish("a run-once ends once it has delivered or found nothing")
 	rb := b.Finish("a run-once ends once it has delivered or found nothing")
 
@@ -79,7 +110,7 @@ func race(h *Harness, rcv *Receiver, id string, now, wantToken int64) {
 		orNone(winners), orNone(empties), ra.Events(), ra.Exit(), rb.Events(), rb.Exit())
 	h.Check("exactly one sender claims "+id+"; the other finds nothing", len(winners) == 1 && len(empties) == 1,
 		fmt.Sprintf("one of A, B claimed (token %d); the other empty with exit 13", wantToken), obs,
-		"two holders of one job deliver it twice at once and fight over its finish: the claim must be one atomic step")
+		"two holders of one job deliver it twice at once and fight over its finish: the claim must be one atomic step (one immediate transaction, or one UPDATE … WHERE that re-checks the job is claimable)")
 	winner := ra
 	if _, ok := rb.Event("claimed"); ok {
 		winner = rb
@@ -90,9 +121,7 @@ func race(h *Harness, rcv *Receiver, id string, now, wantToken int64) {
 	j := h.MustShow(id).Job
 	h.Equal(id+" is done with the winner's token", fmt.Sprintf("done token=%d", wantToken),
 		fmt.Sprintf("%s token=%d", stateReason(j), j.Token), "one claim, one grant: the token shows how many grants there were")
-	o := rcv.Order(id)
-	h.Equal("the receiver counted one request for "+id+", stock +7 once", "requests=1 qty=7", fmt.Sprintf("requests=%d qty=%d", o.Requests, o.Qty),
-		"the loser sent nothing: it never held the job")
+	h.Equal("the holding server received one request for "+id, 1, srv.Requests(id), "the loser sent nothing: it never held the job")
 }
 
 func orNone(s []string) string {
@@ -100,4 +129,127 @@ func orNone(s []string) string {
 		return "none"
 	}
 	return strings.Join(s, ", ")
+}
+
+// startTracedSender is StartSender under strace, with extra flags.
+func (h *Harness) startTracedSender(name string, o SenderOpts, calls []string, extra ...string) *Traced {
+	mode := o.Mode
+	if mode == "" {
+		mode = "run-once"
+	}
+	args := []string{mode, "--db", h.DB, "--url", o.URL, "--owner", name, "--json"}
+	if o.Now >= 0 {
+		args = append(args, "--now-ms", strconv.FormatInt(o.Now, 10))
+	}
+	if o.LeaseMs > 0 {
+		args = append(args, "--lease-ms", strconv.FormatInt(o.LeaseMs, 10))
+	}
+	if o.TimeoutMs > 0 {
+		args = append(args, "--timeout-ms", strconv.FormatInt(o.TimeoutMs, 10))
+	}
+	clock := o.Now
+	if clock < 0 {
+		clock = noClock
+	}
+	return h.startTraced(name, name, "sender", clock, describeSenderEvent, calls, append(args, extra...)...)
+}
+
+// verbMeetsLock runs `queuectl VERB args…` twice against the held write lock:
+// with --busy-timeout-ms shortBusyMs it must give up after waiting, writing nothing;
+// with the default busy timeout it must succeed once the lock is released.
+func verbMeetsLock(h *Harness, verb string, now int64, args ...string) {
+	lock := h.HoldWriteLock()
+	before := lock.Digest()
+	// Both start at once: neither can write while the lock is held, so the
+	// one that gives up finds the file as it was, and the other still waits.
+	short := h.startTraced(verb, LaneQueuectl, "queuectl", now, nil, lockCalls, append(h.qArgs(verb, now, args...), busyFlag...)...)
+	long := h.startTraced(verb, LaneQueuectl, "queuectl", now, nil, lockCalls, h.qArgs(verb, now, args...)...)
+	h.ExpectGivesUp(fmt.Sprintf("%s with --busy-timeout-ms %d", verb, shortBusyMs), short, lock, before)
+	h.ExpectWaitsThenSucceeds(verb+" with the default busy timeout", lock, long)
+}
+
+func claimWaits(h *Harness) {
+	h.UseQueue("queue-claim.db")
+	h.Init()
+	h.MustEnqueue("o-1", 7, t0)
+	verbMeetsLock(h, "claim", t0+1, "--owner", "Q", "--lease-ms", "30000")
+	j := h.MustShow("o-1").Job
+	h.Equal("o-1 is leased to Q with token 1 (claimed once, by the claim that waited)", "leased Q 1",
+		fmt.Sprintf("%s %s %d", j.State, show(j.Owner), j.Token), "the claim that gave up wrote nothing; the one that waited claimed")
+}
+
+func finishWaits(h *Harness) {
+	h.UseQueue("queue-finish.db")
+	h.Init()
+	h.MustEnqueue("o-1", 7, t0)
+	c := h.Claim("Q", t0+1, 30000)
+	h.ExpectExit("Q claims o-1", 0, c.Run, "the finish needs a leased job")
+	verbMeetsLock(h, "finish", t0+2, "--id", "o-1", "--token", "1", "--outcome", "ok")
+	j := h.MustShow("o-1").Job
+	h.Equal("o-1 is done (finished once, by the finish that waited)", "done token=1",
+		fmt.Sprintf("%s token=%d", stateReason(j), j.Token), "the finish that gave up wrote nothing; the one that waited applied")
+}
+
+func redriveWaits(h *Harness) {
+	h.UseQueue("queue-redrive.db")
+	h.Init()
+	h.MustEnqueue("o-1", 7, t0, "--max-attempts", "1")
+	c := h.Claim("Q", t0+1, 30000)
+	h.ExpectExit("Q claims o-1", 0, c.Run, "the redrive needs a dead job")
+	h.MustFinish("o-1", 1, "permanent", t0+2)
+	verbMeetsLock(h, "redrive", t0+3, "--id", "o-1", "--note", "T-1")
+	s := h.MustShow("o-1")
+	h.Equal("o-1 is pending with one redrive (by the redrive that waited)", "pending redrives=1",
+		fmt.Sprintf("%s redrives=%d", stateReason(s.Job), len(s.Redrives)), "the redrive that gave up wrote nothing, not even its audit row")
+}
+
+func investigateWaits(h *Harness) {
+	h.UseQueue("queue-investigate.db")
+	h.Init()
+	h.MustEnqueue("o-1", 7, t0)
+	verbMeetsLock(h, "investigate", t0+1, "--id", "o-1", "--note", "T-1")
+	r := h.q("show", -1, "--id", "o-1")
+	h.expectFound("o-1", r)
+	var v struct {
+		Investigations []struct {
+			Note string `json:"note"`
+		} `json:"investigations"`
+	}
+	h.parse(r, &v)
+	h.Equal("o-1 has one investigation (by the investigate that waited)", 1, len(v.Investigations),
+		"the investigate that gave up wrote nothing; the one that waited recorded its row")
+}
+
+// senderAtFinish starts sender A on o-1 and waits until its answer is held:
+// A has claimed (the lock was free) and will finish once the answer comes.
+func senderAtFinish(h *Harness, db string, extra ...string) (*HoldServer, *Traced) {
+	h.UseQueue(db)
+	h.Init()
+	h.MustEnqueue("o-1", 7, t0)
+	srv := h.StartHoldServer()
+	a := h.startTracedSender("A", SenderOpts{URL: srv.URL, Now: t0 + 1, LeaseMs: 30000}, lockCalls, extra...)
+	srv.WaitHeld(1, "A claims o-1 and posts it to the holding server", "the finish can meet the lock only once A has delivered")
+	return srv, a
+}
+
+func senderFinishGivesUp(h *Harness) {
+	srv, a := senderAtFinish(h, "queue-sender-busy.db", busyFlag...)
+	lock := h.HoldWriteLock()
+	before := lock.Digest()
+	srv.Release() // A gets 200 {"ack":true} and finishes ok: that needs the lock
+	h.ExpectGivesUp(fmt.Sprintf("A's finish with --busy-timeout-ms %d", shortBusyMs), a, lock, before)
+	lock.Release()
+	j := h.MustShow("o-1").Job
+	h.Equal("o-1 is still leased to A with token 1 (the finish wrote nothing)", "leased A 1",
+		fmt.Sprintf("%s %s %d", j.State, show(j.Owner), j.Token), "a finish that could not commit changed nothing; the lease will run out and the job come back")
+}
+
+func senderFinishWaits(h *Harness) {
+	srv, a := senderAtFinish(h, "queue-sender-wait.db")
+	lock := h.HoldWriteLock()
+	srv.Release()
+	h.ExpectWaitsThenSucceeds("A's finish with the default busy timeout", lock, a)
+	j := h.MustShow("o-1").Job
+	h.Equal("o-1 is done with token 1", "done token=1", fmt.Sprintf("%s token=%d", stateReason(j), j.Token),
+		"the finish waited for the lock and applied")
 }

@@ -224,7 +224,9 @@ func TestGradeCohort(t *testing.T) {
 		{"ref", allSteps, 100, []string{"8 of 8 lab steps passed"}},
 		{"sleeper", "1345", 50, []string{"S exits", "still running after 10s"}},
 		{"hostile-1", "", 0, []string{"prints one JSON object", "listening on"}},
-		{"hostile-2", "1345", 50, []string{"listening on"}},
+		// Its receiver exits at once; step 7 needs none (the lab's own
+		// holding server answers the race), so it passes there too.
+		{"hostile-2", "13457", 62.5, []string{"listening on"}},
 		{"printer", "", 0, []string{"printed without end"}},
 		{"broken", "", 0, []string{"the build failed", "syntax error"}},
 		{"empty", "", 0, []string{"is neither a Go module"}},

@@ -22,6 +22,7 @@ import (
 	dc "github.com/ory/dockertest/v3/docker"
 
 	"snacklab/containers"
+	"snacklab/internal/systrace"
 )
 
 // Why the Docker API (go-dockerclient, as vendored by dockertest) and not
@@ -151,17 +152,30 @@ func (e *Engine) Image() string { return e.image }
 func (e *Engine) ID() string { return e.id }
 
 // build makes the image from an in-memory context: a Dockerfile with two
-// instructions and the lab, owned by root and not writable.
+// instructions and the lab, owned by root and not writable, and strace with
+// the files it loads (steps 2 and 7 trace system calls; systrace.Files),
+// copied from this host when it has strace.
 func (e *Engine) build(ctx context.Context, lab []byte) error {
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
-	files := []struct {
+	type file struct {
 		name string
 		mode int64
 		body []byte
-	}{
+	}
+	files := []file{
 		{"Dockerfile", 0o644, []byte("FROM scratch\nCOPY lab /lab\n")},
 		{"lab", 0o555, lab},
+	}
+	if paths, err := systrace.Files(); err == nil {
+		files[0].body = append(files[0].body, "COPY strace/ /\n"...)
+		for _, p := range paths {
+			body, err := os.ReadFile(p)
+			if err != nil {
+				return fmt.Errorf("isolate: strace for the image: %w", err)
+			}
+			files = append(files, file{"strace" + p, 0o555, body})
+		}
 	}
 	now := time.Now()
 	for _, f := range files {

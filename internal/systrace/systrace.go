@@ -12,6 +12,7 @@ package systrace
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -21,6 +22,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 )
 
 // Options say what to record and what to inject.
@@ -37,6 +39,10 @@ type Options struct {
 	// StringLimit is how many bytes of each string argument are printed
 	// (strace -s); 0 means 32.
 	StringLimit int
+	// Timestamps records when each call began (strace -ttt, microseconds)
+	// in Call.Time, so a wait can be measured from what the process did
+	// (its first refused lock attempt) rather than from when a poller saw it.
+	Timestamps bool
 }
 
 // Args is the whole strace command line that runs name with args under opts:
@@ -49,7 +55,10 @@ func Args(opts Options, name string, args ...string) []string {
 	// -f follows every thread and child; -y prints the file behind each
 	// descriptor; -q drops attach messages but keeps the "+++ exited with
 	// 0 +++" and "+++ killed by SIGKILL +++" lines Parse reads.
-	argv := []string{"strace", "-f", "-q", "-y", "-s", strconv.Itoa(s), "-o", opts.Out}
+	argv := []string{stracePath(), "-f", "-q", "-y", "-s", strconv.Itoa(s), "-o", opts.Out}
+	if opts.Timestamps {
+		argv = append(argv, "-ttt")
+	}
 	if len(opts.Trace) > 0 {
 		argv = append(argv, "-e", "trace="+strings.Join(opts.Trace, ","))
 		// Untraced calls then cost nothing, but seccomp filtering and fault
@@ -72,6 +81,20 @@ func Command(ctx context.Context, opts Options, name string, args ...string) *ex
 	return exec.CommandContext(ctx, argv[0], argv[1:]...)
 }
 
+// stracePath is strace found on PATH, else at its usual place (a container
+// may run the lab with no PATH at all), else just "strace".
+func stracePath() string {
+	if p, err := exec.LookPath("strace"); err == nil {
+		return p
+	}
+	for _, p := range []string{"/usr/bin/strace", "/bin/strace", "/usr/local/bin/strace"} {
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() {
+			return p
+		}
+	}
+	return "strace"
+}
+
 var (
 	availOnce sync.Once
 	availErr  error
@@ -81,7 +104,7 @@ var (
 // (ptrace can be forbidden, e.g. in a container without CAP_SYS_PTRACE).
 func Available() error {
 	availOnce.Do(func() {
-		path, err := exec.LookPath("strace")
+		path, err := exec.LookPath(stracePath())
 		if err != nil {
 			availErr = fmt.Errorf("strace not found: install the Debian package strace: %w", err)
 			return
@@ -93,7 +116,9 @@ func Available() error {
 		}
 		f.Close()
 		defer os.Remove(f.Name())
-		argv := Args(Options{Out: f.Name(), Trace: []string{"exit_group"}}, "true")
+		// The traced program is strace itself (-V): it is there even in an
+		// image with nothing else (FROM scratch), where "true" is not.
+		argv := Args(Options{Out: f.Name(), Trace: []string{"exit_group"}}, path, "-V")
 		if out, err := exec.Command(path, argv[1:]...).CombinedOutput(); err != nil {
 			availErr = fmt.Errorf("strace cannot trace here (ptrace not allowed?): %v: %s", err, strings.TrimSpace(string(out)))
 		}
@@ -117,8 +142,11 @@ type Call struct {
 	Ret   int64
 	Errno string
 	// Unfinished means the call never returned: the process died in it,
-	// for instance killed by an injected signal as the call began.
+	// for instance killed by an injected signal as the call began, or, in
+	// a trace read while the process runs, it has not returned yet.
 	Unfinished bool
+	// Time is when the call began, with Options.Timestamps; zero otherwise.
+	Time time.Time
 }
 
 // Trace is what one traced run did.
@@ -143,6 +171,23 @@ func ParseFile(path string) (*Trace, error) {
 	return Parse(f)
 }
 
+// ParseSoFar reads a trace file that strace may still be writing: only its
+// complete lines, so it can be polled while the traced process runs (strace
+// writes each line as the call returns, or as "<unfinished ...>" when another
+// thread's call comes first).
+func ParseSoFar(path string) (*Trace, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	if i := bytes.LastIndexByte(b, '\n'); i >= 0 {
+		b = b[:i+1]
+	} else {
+		b = nil
+	}
+	return Parse(bytes.NewReader(b))
+}
+
 // Parse reads strace -f -o output: one line per call, "PID name(args) = ret",
 // with calls interrupted by another thread split into "<unfinished ...>" and
 // "<... name resumed>" halves, which Parse joins at the place the call began.
@@ -159,6 +204,10 @@ func Parse(r io.Reader) (*Trace, error) {
 			return nil, fmt.Errorf("trace line %d: no pid: %q", n, line)
 		}
 		rest = strings.TrimLeft(rest, " ")
+		var at time.Time
+		if stamp, tail, ok := strings.Cut(rest, " "); ok && isStamp(stamp) {
+			at, rest = parseStamp(stamp), strings.TrimLeft(tail, " ")
+		}
 		switch {
 		case strings.HasPrefix(rest, "+++ killed by "):
 			sig := strings.TrimSuffix(strings.TrimPrefix(rest, "+++ killed by "), " +++")
@@ -190,7 +239,7 @@ func Parse(r io.Reader) (*Trace, error) {
 		if paren <= 0 {
 			return nil, fmt.Errorf("trace line %d: not a call: %q", n, line)
 		}
-		c := Call{Seq: len(t.Calls), PID: pid, Name: rest[:paren], FD: -1}
+		c := Call{Seq: len(t.Calls), PID: pid, Name: rest[:paren], FD: -1, Time: at}
 		body := rest[paren+1:]
 		if head, ok := strings.CutSuffix(body, " <unfinished ...>"); ok {
 			c.Args, c.Unfinished = head, true
@@ -204,6 +253,29 @@ func Parse(r io.Reader) (*Trace, error) {
 		t.Calls = append(t.Calls, c)
 	}
 	return t, sc.Err()
+}
+
+// isStamp reports whether s is a -ttt timestamp: "1700000000.123456".
+func isStamp(s string) bool {
+	sec, frac, ok := strings.Cut(s, ".")
+	if !ok || sec == "" || frac == "" {
+		return false
+	}
+	for _, r := range sec + frac {
+		if r < '0' || r > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// parseStamp reads a -ttt timestamp (seconds, a dot, up to 9 digits).
+func parseStamp(s string) time.Time {
+	sec, frac, _ := strings.Cut(s, ".")
+	n, _ := strconv.ParseInt(sec, 10, 64)
+	frac = (frac + "000000000")[:9]
+	ns, _ := strconv.ParseInt(frac, 10, 64)
+	return time.Unix(n, ns)
 }
 
 // splitRet splits "args)   = ret" at the last ") = " (strace pads the

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"snacklab/internal/systrace"
 )
@@ -66,6 +67,44 @@ func TestParse(t *testing.T) {
 	}
 }
 
+func TestParseTimestamps(t *testing.T) {
+	const stamped = `700 1700000000.250000 fcntl(5</q.db>, F_SETLK, {l_type=F_WRLCK}) = -1 EAGAIN (Resource temporarily unavailable)
+700 1700000000.500001 exit_group(6)  = ?
+700 1700000000.500100 +++ exited with 6 +++
+`
+	tr, err := systrace.Parse(strings.NewReader(stamped))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := len(tr.Calls), 2; got != want {
+		t.Fatalf("Parse found %d calls, want %d", got, want)
+	}
+	if got, want := tr.Calls[1].Time.Sub(tr.Calls[0].Time), 250001*time.Microsecond; got != want {
+		t.Errorf("time between the calls = %v, want %v", got, want)
+	}
+	if c := tr.Calls[0]; c.Name != "fcntl" || c.Errno != "EAGAIN" || c.Path != "/q.db" {
+		t.Errorf("first call = %+v, want the refused fcntl on /q.db", c)
+	}
+	if got := tr.Exited[700]; got != 6 {
+		t.Errorf("Exited[700] = %d, want 6", got)
+	}
+}
+
+func TestParseSoFar(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "running.trace")
+	half := "9 fsync(3</q.db>) = 0\n9 unlink(\"/q.db-jour"
+	if err := os.WriteFile(path, []byte(half), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tr, err := systrace.ParseSoFar(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := len(tr.Calls), 1; got != want {
+		t.Fatalf("ParseSoFar found %d calls, want %d (the half-written line is left for later)", got, want)
+	}
+}
+
 func TestParseRejectsGarbage(t *testing.T) {
 	if _, err := systrace.Parse(strings.NewReader("hello world\n")); err == nil {
 		t.Fatal("Parse accepted a line with no pid")
@@ -122,4 +161,26 @@ func TestTraceAndInject(t *testing.T) {
 	if st := cmd.ProcessState; st == nil || st.ExitCode() != -1 {
 		t.Errorf("strace ended with %v, want killed by the same signal as its tracee", st)
 	}
+}
+
+func TestFiles(t *testing.T) {
+	if err := systrace.Available(); err != nil {
+		if os.Getenv("SNACKLAB_REQUIRE_STRACE") != "" {
+			t.Fatalf("SNACKLAB_REQUIRE_STRACE is set but %v", err)
+		}
+		t.Skip(err)
+	}
+	files, err := systrace.Files()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) == 0 || filepath.Base(files[0]) != "strace" {
+		t.Fatalf("Files() = %v, want strace first", files)
+	}
+	for _, f := range files {
+		if _, err := os.Stat(f); err != nil || !filepath.IsAbs(f) {
+			t.Errorf("Files() lists %q: %v (want absolute paths of existing files)", f, err)
+		}
+	}
+	t.Logf("strace needs %d files: %v", len(files), files)
 }
