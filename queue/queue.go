@@ -601,12 +601,20 @@ func (q *Queue) Finish(ctx context.Context, id string, token int64, outcome Outc
 	if job.State != Leased || job.Token != token {
 		return job, false, nil
 	}
-	state, reason, availableAt := Pending, Reason(""), now+Backoff(job.ID, int(job.Attempts))
-	switch {
-	case job.Attempts >= job.MaxAttempts:
-		state, reason, availableAt = Dead, ReasonExhausted, job.AvailableAt
-	case availableAt >= job.DeadlineAt:
-		state, reason, availableAt = Dead, ReasonDeadline, job.AvailableAt
+	state, reason, availableAt := Done, Reason(""), job.AvailableAt
+	switch outcome {
+	case OutcomePermanent:
+		state, reason = Dead, ReasonPermanent
+	case OutcomeRetry:
+		next := now + Backoff(job.ID, int(job.Attempts))
+		switch {
+		case job.Attempts >= job.MaxAttempts:
+			state, reason = Dead, ReasonExhausted
+		case next >= job.DeadlineAt:
+			state, reason = Dead, ReasonDeadline
+		default:
+			state, availableAt = Pending, next
+		}
 	}
 	job, err = scanJob(tx.QueryRowContext(ctx, `UPDATE jobs SET state = ?3, reason = nullif(?4, ''),
 		available_at = ?5, owner = NULL, lease_until = NULL, updated_at = ?6
