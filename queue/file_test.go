@@ -127,10 +127,10 @@ func indexes(t *testing.T, path string) string {
 	return names
 }
 
-// TestOlderVersionsMigrateToTheLiveIndex: a version 1 or 2 file is read as it
-// is read-only, and the first writable open leaves the live index only, with
+// TestOlderVersionsMigrateToTheLiveIndexes: a version 1 or 2 file is read as it
+// is read-only, and the first writable open leaves the live indexes only, with
 // the jobs kept and the queue working.
-func TestOlderVersionsMigrateToTheLiveIndex(t *testing.T) {
+func TestOlderVersionsMigrateToTheLiveIndexes(t *testing.T) {
 	ctx := context.Background()
 	for _, c := range []struct {
 		name  string
@@ -155,7 +155,7 @@ func TestOlderVersionsMigrateToTheLiveIndex(t *testing.T) {
 				t.Fatalf("writable Open: %v", err)
 			}
 			defer q.Close()
-			if got, want := indexes(t, path), "jobs_live sqlite_autoindex_jobs_1"; got != want {
+			if got, want := indexes(t, path), "jobs_live jobs_pending_deadline sqlite_autoindex_jobs_1"; got != want {
 				t.Fatalf("indexes after a writable open = %q, want %q", got, want)
 			}
 			if id, v := mark(t, path); id != queue.ApplicationID || v != queue.SchemaVersion {

@@ -495,12 +495,12 @@ func (q *Queue) Claim(ctx context.Context, owner string, now, leaseMs int64) (jo
 		return Job{}, false, fmt.Errorf("claim: %w", classify(err))
 	}
 	defer tx.Rollback()
-	// The quarantine writes only when something is spent; the look is one
-	// read of jobs_live (schema.sql), which every query here names with its
-	// exact WHERE term so SQLite uses it.
+	// The quarantine writes only when something is spent; the look reads
+	// jobs_pending_deadline and jobs_live (schema.sql), whose WHERE terms the
+	// queries here repeat exactly so that SQLite uses them.
 	var spent bool
 	if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM jobs
-		    WHERE state IN ('pending', 'leased') AND state = 'pending' AND available_at <= ?1 AND deadline_at <= ?1)
+		    WHERE state = 'pending' AND deadline_at <= ?1)
 		OR EXISTS (SELECT 1 FROM jobs
 		    WHERE state IN ('pending', 'leased') AND state = 'leased' AND lease_until <= ?1
 		      AND (attempts >= max_attempts OR deadline_at <= ?1))`, now).Scan(&spent); err != nil {
