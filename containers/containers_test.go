@@ -165,11 +165,7 @@ type lab struct {
 func newLab(t *testing.T) *lab {
 	t.Helper()
 	pool := dockerPool(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	if d, ok := t.Deadline(); ok {
-		ctx, cancel = context.WithDeadline(context.Background(), d.Add(-5*time.Second))
-	}
-	t.Cleanup(cancel)
+	ctx := testContext(t)
 	var b [4]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		t.Fatal(err)
@@ -183,7 +179,7 @@ func newLab(t *testing.T) *lab {
 	dir := t.TempDir()
 	start := time.Now()
 	if err := containers.WriteContext(ctx, dir, containers.ContextOptions{}); err != nil {
-		t.Fatalf("laying out the image context: %v", err)
+		t.Fatalf("laying out the image context (building its binaries): %s", explain(ctx, start, err))
 	}
 	var out bytes.Buffer
 	image := l.repo + ":" + l.tag
@@ -196,7 +192,7 @@ func newLab(t *testing.T) *lab {
 		Name: image, ContextDir: dir, OutputStream: &out,
 		RmTmpContainer: true, ForceRmTmpContainer: true, Context: ctx,
 	}); err != nil {
-		t.Fatalf("docker build %s: %v\n%s", image, err, out.String())
+		t.Fatalf("docker build %s: %s\n%s", image, explain(ctx, start, err), out.String())
 	}
 	t.Logf("built %s in %v (binaries on the host, FROM scratch)", image, time.Since(start).Round(time.Millisecond))
 

@@ -22,12 +22,13 @@ import (
 // a bad command line.
 func TestVerifierWithoutDocker(t *testing.T) {
 	t.Parallel()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
+	ctx := testContext(t)
 	dir := t.TempDir()
+	built := time.Now()
 	if err := containers.WriteContext(ctx, dir, containers.ContextOptions{}); err != nil {
-		t.Fatalf("laying out the image context: %v", err)
+		t.Fatalf("laying out the image context (building its binaries): %s", explain(ctx, built, err))
 	}
+	t.Logf("built the image's binaries in %v", time.Since(built).Round(time.Millisecond))
 	bin := func(name string) string { return filepath.Join(dir, "bin", name) }
 	db := filepath.Join(t.TempDir(), "queue.db")
 
@@ -38,6 +39,7 @@ func TestVerifierWithoutDocker(t *testing.T) {
 		cmd := exec.CommandContext(ctx, bin(name), args...)
 		var out bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &out
+		started := time.Now()
 		err := cmd.Run()
 		var ee *exec.ExitError
 		switch {
@@ -46,7 +48,7 @@ func TestVerifierWithoutDocker(t *testing.T) {
 		case errors.As(err, &ee) && ee.Exited():
 			return ee.ExitCode(), out.String()
 		}
-		t.Fatalf("%s %v: %v\n%s", name, args, err, out.String())
+		t.Fatalf("%s %v: %s\n%s", name, args, explain(ctx, started, err), out.String())
 		return 0, ""
 	}
 	mustRun := func(want int, name string, args ...string) string {
@@ -118,6 +120,7 @@ func startHostReceiver(ctx context.Context, t *testing.T, path, db string) strin
 		close(lines)
 		_, _ = io.Copy(io.Discard, stdout) // keep the pipe drained
 	}()
+	started := time.Now()
 	select {
 	case line, ok := <-lines:
 		addr, found := strings.CutPrefix(line, "listening on ")
@@ -125,8 +128,8 @@ func startHostReceiver(ctx context.Context, t *testing.T, path, db string) strin
 			t.Fatalf("receiver's first line: expected `listening on ADDR`, observed %q", line)
 		}
 		return "http://" + addr
-	case <-time.After(30 * time.Second):
-		t.Fatal("the receiver did not announce `listening on` within 30s")
+	case <-ctx.Done():
+		t.Fatalf("the receiver did not announce `listening on`: %s", explain(ctx, started, ctx.Err()))
 	}
 	return ""
 }

@@ -333,8 +333,11 @@ func TestReports(t *testing.T) {
 // run needed cost on this machine, measured in the same run.
 func BenchmarkLabAllSteps(b *testing.B) {
 	var floor labsteps.Floor
+	var wall time.Duration
 	for b.Loop() {
+		t0 := time.Now()
 		results := labsteps.RunSteps(context.Background(), cfg(b, refBin), labsteps.Steps(), nil)
+		wall = time.Since(t0)
 		for _, r := range results {
 			if !r.Pass {
 				b.Fatalf("step %d failed:\n%s", r.Step.Num, r.Detail())
@@ -352,4 +355,7 @@ func BenchmarkLabAllSteps(b *testing.B) {
 	b.ReportMetric(float64(floor.Commits), "commits/op")
 	b.ReportMetric(float64(floor.Serial.Milliseconds()), "floor-serial-ms/op")
 	b.ReportMetric(float64(floor.Parallel.Milliseconds()), "floor-2core-ms/op")
+	if floor.Parallel > 0 {
+		b.ReportMetric(wall.Seconds()/floor.Parallel.Seconds(), "wall/floor")
+	}
 }

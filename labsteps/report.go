@@ -19,10 +19,7 @@ import (
 
 // Summary is the one-line verdict of a result, for reports.
 func (r Result) Summary() string {
-	verdict := "PASS"
-	if !r.Pass {
-		verdict = "FAIL"
-	}
+	verdict := r.Verdict()
 	return fmt.Sprintf("%s  %d %-9s %6.2fs  %s", verdict, r.Step.Num, r.Step.Slug, r.Took.Seconds(), r.Step.Title)
 }
 
@@ -91,6 +88,12 @@ func WriteGradescope(w io.Writer, results []Result, took time.Duration) error {
 		out.Tests = append(out.Tests, t)
 	}
 	out.Output = fmt.Sprintf("%d of %d lab steps passed.", passed, len(results))
+	if n := countTimedOut(results); n > 0 {
+		out.Output += fmt.Sprintf(" %d timed out (TIMEOUT: a wait ran out, not a wrong answer; re-run on a quieter machine).", n)
+	}
+	if len(results) > 0 && results[0].Limits.Wait > 0 {
+		out.Output += "\nLimits: " + results[0].Limits.String() + "."
+	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(out)
@@ -107,7 +110,11 @@ func WriteJUnit(w io.Writer, results []Result, took time.Duration) error {
 			if c := r.Failed(); c != nil {
 				msg = c.What
 			}
-			tc.Failure = &JUnitFailure{Message: msg, Type: "LabStepFailed", Text: r.Detail()}
+			typ := "LabStepFailed"
+			if r.TimedOut {
+				typ, msg = "LabStepTimedOut", "timed out: "+msg
+			}
+			tc.Failure = &JUnitFailure{Message: msg, Type: typ, Text: r.Detail()}
 		}
 		s.Cases = append(s.Cases, tc)
 	}
@@ -564,6 +571,7 @@ table.steps{border-collapse:collapse;width:100%;margin:1rem 0}
 table.steps td,table.steps th{padding:.45rem .6rem;border-bottom:1px solid #ddd;vertical-align:top;text-align:left}
 .PASS{color:#fff;background:#2e7d32;border-radius:4px;padding:.1rem .45rem;font-weight:bold}
 .FAIL{color:#fff;background:#c62828;border-radius:4px;padding:.1rem .45rem;font-weight:bold}
+.TIMEOUT{color:#fff;background:#b35c00;border-radius:4px;padding:.1rem .45rem;font-weight:bold}
 .why{color:#555;font-size:.9em}
 .fail{background:#fff3f3;border-left:4px solid #c62828;padding:.5rem .8rem;margin:.4rem 0;white-space:pre-wrap;font-family:ui-monospace,Menlo,Consolas,monospace;font-size:.85em}
 section.step{margin:2rem 0} .tl{overflow-x:auto;border:1px solid #ddd;border-radius:6px;margin:.5rem 0 1.2rem}
@@ -575,7 +583,7 @@ details pre{white-space:pre-wrap;font-size:.8em;background:#fafafa;padding:.6rem
 <table class="steps" id="steps">
 <tr><th></th><th>step</th><th>what it checks · why it matters</th><th>time</th></tr>
 {{range .Results}}<tr id="step-{{.Step.Num}}">
-<td>{{if .Pass}}<span class="PASS">PASS</span>{{else}}<span class="FAIL">FAIL</span>{{end}}</td>
+<td><span class="{{.Verdict}}">{{.Verdict}}</span></td>
 <td><b>{{.Step.Num}}</b>&nbsp;{{.Step.Slug}}</td>
 <td><b>{{.Step.Title}}</b><br>{{code .Step.Checks}}<br><span class="why">Why: {{code .Step.Why}}</span>
 {{if not .Pass}}<div class="fail">{{.Detail}}</div>{{end}}</td>

@@ -55,11 +55,21 @@ func Select(args []string) ([]Step, error) { return selectSteps(args) }
 
 // Config says what to run the steps against and where.
 type Config struct {
-	Bin         string        // directory with queuectl, sender, receiver
-	WorkRoot    string        // parent of the steps' work dirs; "" is the system temp dir
-	Keep        bool          // keep work dirs of passing steps too
-	StepTimeout time.Duration // per step; 0 is 60s
-	Parallel    int           // steps run at once; 0 is all of them
+	Bin      string // directory with queuectl, sender, receiver
+	WorkRoot string // parent of the steps' work dirs; "" is the system temp dir
+	Keep     bool   // keep work dirs of passing steps too
+	// StepTimeout is the time limit of one step; 0 derives it from the
+	// calibration (at least 60s, more for a slow implementation or a busy
+	// machine; see Limits).
+	StepTimeout time.Duration
+	Parallel    int // steps run at once; 0 is all of them
+	// Calibration is the implementation's measured start and answer times
+	// that every wait is derived from. Nil: RunSteps measures it once for
+	// the run, and RunStep called alone measures it for its step.
+	Calibration *Calibration
+	// Limits, when set, are used as they are instead of derived ones (the
+	// harness's own tests use short ones).
+	Limits *Limits
 }
 
 // Result is what one step found.
@@ -76,6 +86,25 @@ type Result struct {
 	Procs     int           // processes the step started
 	Commits   int           // commits they made, counted from what they printed
 	Waits     time.Duration // time spent waiting for the real clock
+	// TimedOut says the step failed because a wait ran out (a process still
+	// running, output still open, the step's time limit), not because of a
+	// wrong answer: on a busy machine, re-run before believing it.
+	TimedOut bool
+	// Limits are the waits the step ran with, and the calibration they
+	// were derived from.
+	Limits Limits
+}
+
+// Verdict is PASS, FAIL (a wrong answer, or the harness went wrong) or
+// TIMEOUT (a wait ran out: see TimedOut).
+func (r Result) Verdict() string {
+	switch {
+	case r.Pass:
+		return "PASS"
+	case r.TimedOut:
+		return "TIMEOUT"
+	}
+	return "FAIL"
 }
 
 // Failed is the check that failed the step, or nil.
@@ -99,6 +128,10 @@ func RunSteps(ctx context.Context, cfg Config, steps []Step, report func(Result)
 	done := make([]chan struct{}, len(steps))
 	for i := range done {
 		done[i] = make(chan struct{})
+	}
+	if cfg.Calibration == nil && cfg.Limits == nil && len(steps) > 0 && CheckBin(cfg.Bin) == nil {
+		cal := cfg.Calibrate(ctx)
+		cfg.Calibration = &cal
 	}
 	sem := make(chan struct{}, n)
 	var wg sync.WaitGroup
@@ -127,25 +160,45 @@ func RunStep(ctx context.Context, cfg Config, s Step) (res Result) {
 	t0 := time.Now()
 	res = Result{Step: s}
 	defer func() { res.Took = time.Since(t0) }()
-	timeout := cfg.StepTimeout
-	if timeout <= 0 {
-		timeout = 60 * time.Second
-	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	var dir string
 	bin, err := filepath.Abs(cfg.Bin)
 	if err == nil {
 		err = CheckBin(bin)
-	}
-	if err == nil {
-		dir, err = os.MkdirTemp(cfg.WorkRoot, fmt.Sprintf("snacklab-step%d-*", s.Num))
 	}
 	if err != nil {
 		res.Problem = err.Error()
 		return res
 	}
+	// A given time limit counts from the start, calibration included (a
+	// grader may stop the whole step at that limit); a derived one counts
+	// from the calibration it is derived from.
+	if cfg.StepTimeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, cfg.StepTimeout)
+		defer cancel()
+	}
+	var cal Calibration
+	switch {
+	case cfg.Limits != nil:
+		res.Limits = *cfg.Limits
+	case cfg.Calibration != nil:
+		cal = *cfg.Calibration
+	default:
+		cal = cfg.Calibrate(ctx)
+	}
+	if cfg.Limits == nil {
+		// The run's calibration, with the floors scaled by the load now.
+		res.Limits = DeriveLimits(cal, LoadPerCore(), cfg.StepTimeout)
+	}
+	timeout := res.Limits.Step
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	dir, err := os.MkdirTemp(cfg.WorkRoot, fmt.Sprintf("snacklab-step%d-*", s.Num))
+	if err != nil {
+		res.Problem = err.Error()
+		return res
+	}
 	h := newHarness(ctx, dir, bin)
+	h.setLimits(res.Limits)
 	h.Narrate("step %d: %s", s.Num, s.Title)
 	func() {
 		defer func() {
@@ -185,6 +238,10 @@ func RunStep(ctx context.Context, cfg Config, s Step) (res Result) {
 	}
 	if ctx.Err() != nil && !res.Pass && res.Problem == "" && errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		res.Problem = fmt.Sprintf("time limit of %v reached", timeout)
+		res.TimedOut = true
+	}
+	if c := res.Failed(); c != nil && c.TimedOut {
+		res.TimedOut = true
 	}
 	res.Dir, res.LogDir = dir, h.LogDir
 	if res.Pass && !cfg.Keep {
@@ -197,4 +254,15 @@ func RunStep(ctx context.Context, cfg Config, s Step) (res Result) {
 		}
 	}
 	return res
+}
+
+// countTimedOut counts the results that timed out.
+func countTimedOut(rs []Result) int {
+	n := 0
+	for _, r := range rs {
+		if r.TimedOut {
+			n++
+		}
+	}
+	return n
 }

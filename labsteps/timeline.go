@@ -1,47 +1,58 @@
 package labsteps
 
 import (
-	"strconv"
-	"strings"
+	"fmt"
+	"time"
 )
 
-// Kinds of timeline events the report draws specially (see timelineSVG).
+// Event is one point on a step's timeline: a process start or exit, a line a
+// process printed, or an action of the harness.
+type Event struct {
+	At      time.Duration `json:"at_ns"`   // real time since the step started
+	Lane    string        `json:"lane"`    // A, B, receiver, queuectl, harness
+	Kind    string        `json:"kind"`    // start, exit, kill, line, action, check
+	Text    string        `json:"text"`    // one readable line
+	Clock   int64         `json:"clock"`   // the injected clock (ms) this event ran under; -1 when none
+	Section string        `json:"section"` // the variant of the step it belongs to
+	Bad     bool          `json:"bad"`     // an exit, kill or refusal worth highlighting
+}
+
+// noClock marks an event that did not run under the injected clock.
+const noClock = -1
+
+// Lanes of the timeline.
 const (
-	// kindSummary is a section's closing line: what the story came to.
-	kindSummary = "summary"
-	// kindEpoch carries the step's start on the wall clock in ms. It is not
-	// drawn: the report uses it to show real-clock instants printed by the
-	// processes (lease_until 1796079085156) relative to the step's start, on
-	// the same scale as the real-time column.
-	kindEpoch = "epoch"
+	LaneHarness  = "harness"
+	LaneQueuectl = "queuectl"
+	LaneReceiver = "receiver"
 )
 
-// markEpoch lets the report show this section's wall-clock instants relative
-// to the step's start.
-func (h *Harness) markEpoch() {
-	h.Event(LaneHarness, kindEpoch, strconv.FormatInt(h.began.UnixMilli(), 10), noClock, false)
+// Section starts a named variant of the step (for example "a: exit 73"); the
+// timeline groups events by it.
+func (h *Harness) Section(name string) {
+	h.mu.Lock()
+	h.section = name
+	h.mu.Unlock()
+	h.Narrate("── %s", name)
 }
 
-// summarize closes the section's timeline with one line saying what the
-// story came to.
-func (h *Harness) summarize(text string) {
-	h.Event(LaneHarness, kindSummary, text, noClock, false)
-	h.Narrate("outcome: %s", text)
-}
-
-// finishFor runs `queuectl finish` on behalf of a process that can no longer
-// run it (A, dead while holding token 1) and draws it in that process's lane:
-// it is that process's stale finish arriving late, whoever types it.
-func (h *Harness) finishFor(lane, id string, token int64, outcome string, now int64) Finished {
-	f := h.Finish(id, token, outcome, now)
+// Narrate adds a line to the step's story.
+func (h *Harness) Narrate(format string, args ...any) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	for i := len(h.events) - 1; i >= 0; i-- {
-		e := &h.events[i]
-		if e.Lane == LaneQueuectl && strings.HasPrefix(e.Text, "finish "+id+" ") {
-			e.Lane, e.Text = lane, "late "+e.Text+" (run for "+lane+" by the harness)"
-			break
-		}
-	}
-	return f
+	fmt.Fprintf(&h.narr, "[%7.1fms] %s\n", ms(h.since()), fmt.Sprintf(format, args...))
+}
+
+// Event records a point on the timeline.
+func (h *Harness) Event(lane, kind, text string, clock int64, bad bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.events = append(h.events, Event{At: h.since(), Lane: lane, Kind: kind, Text: text,
+		Clock: clock, Section: h.section, Bad: bad})
+}
+
+// Action records something the harness itself did, on the timeline and in the story.
+func (h *Harness) Action(text string, clock int64) {
+	h.Event(LaneHarness, "action", text, clock, false)
+	h.Narrate("harness: %s", text)
 }

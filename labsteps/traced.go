@@ -71,7 +71,7 @@ func (h *Harness) startTraced(name, lane, prog string, clock int64, describe fun
 		h.Fatalf("start "+name, "the process starts under strace", "nothing can be checked without it", "%s: %v", cmdline(prog, args), err)
 	}
 	h.keepLog(p.Logs, func() ([]byte, []byte) {
-		p.waitDone(5 * time.Second)
+		p.waitDone(h.Limits.Drain)
 		var out strings.Builder
 		for _, l := range p.Lines() {
 			out.WriteString(l.Text + "\n")
@@ -133,7 +133,7 @@ func (t *Traced) WaitTrace(cond func(*systrace.Trace) bool) (*systrace.Trace, bo
 	for {
 		ex, _, _ := t.Exited()
 		if ex {
-			t.waitDone(5 * time.Second)
+			t.waitDone(t.h.Limits.Drain)
 		}
 		tr := t.Trace()
 		if cond(tr) {

@@ -28,7 +28,10 @@ no network, a read-only root, an unprivileged user, memory, CPU, pids and
 wall-clock limits (see --memory, --cpus, --pids, --wall); it needs a Docker
 engine. --trusted builds and runs on this machine instead, for code you
 trust (your own, the reference). Every report says which mode graded it.
-Flags may come before or after the submissions.
+Flags may come before or after the submissions. A quoted pattern
+('cohort/*') is expanded by lab itself, for where no shell runs it (a pod);
+--shard auto takes the shard from a Kubernetes Indexed Job or a CI's
+parallel-job variables (docs/kubernetes.md).
 
 Writes, in --out DIR:
   DIR/NAME/results.json  Gradescope's format (points per step)
@@ -54,7 +57,7 @@ cohorts, overlapping shards and missing shards.
 
 type gradeOptions struct {
 	out, points, shard, gocache, isolate string
-	runs, jobs, parallel                 int
+	runs, jobs, parallel, shards         int
 	timeout, buildTimeout, wall          time.Duration
 	trusted                              bool
 	memory, buildMemory                  int64
@@ -80,7 +83,8 @@ func newGradeFlags(o *gradeOptions) *flag.FlagSet {
 	fs.Int64Var(&o.pids, "pids", isolate.DefaultPIDs, "isolated: processes and threads alive at once in one container")
 	fs.DurationVar(&o.wall, "wall", 0, "isolated: wall-clock limit of one submission's container (default: --timeout × rounds of steps + 30s)")
 	fs.Int64Var(&o.buildMemory, "build-memory", isolate.DefaultBuildMemory>>20, "isolated: memory limit of one build's container, in MiB")
-	fs.StringVar(&o.shard, "shard", "", "grade slice `i/n` of the cohort (0 <= i < n): the submissions sorted by name at positions i, i+n, i+2n, …")
+	fs.StringVar(&o.shard, "shard", "", "grade slice `i/n` of the cohort (0 <= i < n): the submissions sorted by name at positions i, i+n, i+2n, …; auto: i (and n) from the environment: JOB_COMPLETION_INDEX (Kubernetes Indexed Job), CI_NODE_INDEX/CI_NODE_TOTAL (GitLab, 1-based), BUILDKITE_PARALLEL_JOB/BUILDKITE_PARALLEL_JOB_COUNT, CIRCLE_NODE_INDEX/CIRCLE_NODE_TOTAL")
+	fs.IntVar(&o.shards, "shards", 0, "with --shard auto: the number of shards `n`, where the environment gives only the index (a Kubernetes Job's completions; or set "+grade.ShardsEnv+")")
 	return fs
 }
 
@@ -125,10 +129,22 @@ func runGrade(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if cfg.Points.CrashPoints() > 0 && !o.trusted {
 		return usageErr{"grade: --points " + grade.CrashName + "=N traces the submission's processes with ptrace, which the isolation boundary does not grant: grade crash verification of code you trust with --trusted, or run `lab crash --bin DIR` on it yourself (docs/crash.md)"}
 	}
-	if o.shard != "" {
+	switch {
+	case o.shard == "auto":
+		var from string
+		if cfg.Shard, from, err = grade.AutoShard(o.shards, os.Getenv); err != nil {
+			return usageErr{"grade: --shard auto: " + strings.TrimPrefix(err.Error(), "--shard auto: ") + ". Try: lab grade --shard auto --shards 4 …"}
+		}
+		fmt.Fprintf(stdout, "lab grade: %s\n", from)
+	case o.shards != 0:
+		return usageErr{"grade: --shards goes with --shard auto (--shard i/n already gives n)"}
+	case o.shard != "":
 		if cfg.Shard, err = grade.ParseShard(o.shard); err != nil {
 			return usageErr{"grade: " + err.Error()}
 		}
+	}
+	if paths, err = grade.ExpandCohort(paths); err != nil {
+		return usageErr{"grade: " + err.Error()}
 	}
 	if cfg.GoCache != "" {
 		if cfg.GoCache, err = filepath.Abs(cfg.GoCache); err != nil {
@@ -237,6 +253,9 @@ func runMerge(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	if *out == "" || len(dirs) == 0 {
 		return usageErr{"merge: want --out DIR and at least one SHARDDIR. Try: lab merge --out grades shard-0 shard-1"}
+	}
+	if dirs, err = grade.ExpandCohort(dirs); err != nil { // a pod's args: no shell expands shard-*
+		return usageErr{"merge: " + err.Error()}
 	}
 	rep, err := grade.Merge(*out, dirs)
 	if err != nil {

@@ -109,8 +109,8 @@ func newFlags(o *options) *flag.FlagSet {
 	fs.StringVar(&o.workRoot, "work", "", "parent `dir` of the steps' work dirs (default: the system temp dir)")
 	fs.BoolVar(&o.keep, "keep", false, "keep the work dirs (logs, queue files) of passing steps too")
 	fs.BoolVar(&o.verbose, "v", false, "print each step's story: every command, line and check")
-	fs.BoolVar(&o.timing, "timing", false, "after the run, measure the floor: the cost of the process starts and commits it needed")
-	fs.DurationVar(&o.timeout, "timeout", 60*time.Second, "time limit of one step")
+	fs.BoolVar(&o.timing, "timing", false, "after the run, measure the floor (the cost of the process starts and commits it needed) and the wall time against it")
+	fs.DurationVar(&o.timeout, "timeout", 0, "time limit of one step (default: derived from the calibration, at least 60s)")
 	cliflag.IntVar(fs, &o.parallel, "parallel", 0, "steps run at once (default: all selected)")
 	cliflag.IntVar(fs, &o.repeat, "repeat", 1, "run the selection this many times; reports describe the last run")
 	return fs
@@ -167,6 +167,11 @@ func runSteps(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return usageErr{err.Error()}
 	}
 	cfg := labsteps.Config{Bin: o.bin, WorkRoot: o.workRoot, Keep: o.keep, StepTimeout: o.timeout, Parallel: o.parallel}
+	cal := calibrate(ctx, cfg, stdout)
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	cfg.Calibration = &cal
 
 	var results []labsteps.Result
 	var took time.Duration
@@ -202,9 +207,9 @@ func runSteps(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			failedRuns++
 		}
 		if quiet {
-			fmt.Fprintf(stdout, "run %d/%d: %d/%d passed in %.3fs\n", i+1, o.repeat, len(results)-n, len(results), took.Seconds())
+			fmt.Fprintf(stdout, "run %d/%d: %d/%d passed in %.3fs%s\n", i+1, o.repeat, len(results)-n, len(results), took.Seconds(), timedOutNote(results))
 		} else {
-			fmt.Fprintf(stdout, "%d/%d steps passed in %.2fs\n", len(results)-n, len(results), took.Seconds())
+			fmt.Fprintf(stdout, "%d/%d steps passed in %.2fs%s\n", len(results)-n, len(results), took.Seconds(), timedOutNote(results))
 		}
 	}
 	if o.repeat > 1 {
@@ -251,6 +256,29 @@ func writeReports(o options, results []labsteps.Result, took time.Duration) erro
 				Took: took, Results: results})
 		}),
 	)
+}
+
+// calibrate measures how long the implementation takes to start and answer,
+// which every wait of the run is derived from, and says so.
+func calibrate(ctx context.Context, cfg labsteps.Config, stdout io.Writer) labsteps.Calibration {
+	cal := cfg.Calibrate(ctx)
+	l := labsteps.DeriveLimits(cal, labsteps.LoadPerCore(), cfg.StepTimeout)
+	fmt.Fprintf(stdout, "calibration: %s\ncalibration: each wait %v, step limit %v (floors ×%.1f for load)\n", cal, l.Wait, l.Step, l.Scale)
+	return cal
+}
+
+// timedOutNote says how many failures were time-outs rather than wrong answers.
+func timedOutNote(rs []labsteps.Result) string {
+	n := 0
+	for _, r := range rs {
+		if r.TimedOut {
+			n++
+		}
+	}
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (%d timed out: a wait ran out, not a wrong answer; re-run on a quieter machine)", n)
 }
 
 func countFailed(rs []labsteps.Result) int {
@@ -310,6 +338,16 @@ func reportFloor(ctx context.Context, cfg labsteps.Config, results []labsteps.Re
 		fmt.Fprintf(w, ", plus %.3fs waiting for the real clock (step 8c's lease)", f.Waits.Seconds())
 	}
 	fmt.Fprintf(w, "\ntiming: (one start and one commit measured just now, median of %d each)\n", f.Samples)
+	if f.Parallel > 0 {
+		fmt.Fprintf(w, "timing: wall / floor = %.1f× the %d-core floor", wall.Seconds()/f.Parallel.Seconds(), f.Cores)
+		if f.Waits > 0 && wall > f.Waits {
+			fmt.Fprintf(w, " (%.1f× without the real-clock wait)", (wall-f.Waits).Seconds()/f.Parallel.Seconds())
+		}
+		fmt.Fprintf(w, ", %.1f× the serial floor\n", wall.Seconds()/f.Serial.Seconds())
+	}
+	if cfg.Calibration != nil {
+		fmt.Fprintf(w, "timing: calibration before the run: %s (took %.3fs)\n", *cfg.Calibration, cfg.Calibration.Took.Seconds())
+	}
 	return nil
 }
 

@@ -151,7 +151,7 @@ func TestReportsAndTimelineInChromium(t *testing.T) {
 	defer cancel()
 	ctx, cancel := chromedp.NewContext(actx)
 	defer cancel()
-	ctx, cancel = context.WithTimeout(ctx, time.Minute)
+	ctx, cancel = context.WithTimeout(ctx, 3*time.Minute)
 	defer cancel()
 	type shown struct {
 		Timelines int      `json:"timelines"`

@@ -222,12 +222,16 @@ func TestGradeCohort(t *testing.T) {
 		detail []string // in the results.json of the submission
 	}{
 		{"ref", allSteps, 100, []string{"8 of 8 lab steps passed"}},
-		{"sleeper", "1345", 50, []string{"S exits", "still running after 10s"}},
+		// The waits are derived from a calibration and the load, so the
+		// message names a limit that depends on the machine: match its words.
+		{"sleeper", "1345", 50, []string{"S exits", "still running after"}},
 		{"hostile-1", "", 0, []string{"prints one JSON object", "listening on"}},
 		// Its receiver exits at once; step 7 needs none (the lab's own
 		// holding server answers the race), so it passes there too.
 		{"hostile-2", "13457", 62.5, []string{"listening on"}},
-		{"printer", "", 0, []string{"printed without end"}},
+		// Stopped by the grader's memory bound, or, on a machine too busy to
+		// fill it in time, by a wait that ran out: either way it says why.
+		{"printer", "", 0, []string{"printed without end|timed out"}},
 		{"broken", "", 0, []string{"the build failed", "syntax error"}},
 		{"empty", "", 0, []string{"is neither a Go module"}},
 		{"missing", "", 0, []string{"does not exist"}},
@@ -273,7 +277,8 @@ func TestGradeCohort(t *testing.T) {
 				t.Errorf("results.json: score %v, %d tests; want %v, 8", gs.Score, len(gs.Tests), tc.score)
 			}
 			for _, want := range tc.detail {
-				if !strings.Contains(strings.ReplaceAll(string(b), `\"`, `"`), want) {
+				text := strings.ReplaceAll(string(b), `\"`, `"`)
+				if !slices.ContainsFunc(strings.Split(want, "|"), func(w string) bool { return strings.Contains(text, w) }) {
 					t.Errorf("results.json lacks %q", want)
 				}
 			}

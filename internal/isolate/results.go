@@ -157,8 +157,9 @@ func parseResults(stderr string, steps []int) (g gradescope, tail string, ok boo
 	return g, strings.TrimSpace(s[dec.InputOffset():]), true
 }
 
-// summaryRE matches labsteps.Result.Summary: "PASS  1 retry   0.21s  Title".
-var summaryRE = regexp.MustCompile(`^(PASS|FAIL)  (\d+) (\S+)\s+(\d+\.\d+)s  (.*)$`)
+// summaryRE matches labsteps.Result.Summary: "PASS  1 retry   0.21s  Title"
+// (the verdict is PASS, FAIL or TIMEOUT: see labsteps.Result.Verdict).
+var summaryRE = regexp.MustCompile(`^(PASS|FAIL|TIMEOUT)  (\d+) (\S+)\s+(\d+\.\d+)s  (.*)$`)
 
 // parseProgress reads the steps the lab reported on stdout before it was
 // stopped: each Summary line at the start of a line, and for a failure the

@@ -360,7 +360,9 @@ func judge(out *Outcome, runs [][]labsteps.Result) {
 // rejected: the step failed on one of its checks, not on a problem of the
 // harness (a panic, a time limit), which would prove nothing about the mutant.
 func rejected(r labsteps.Result) bool {
-	return !r.Pass && r.Problem == "" && r.Failed() != nil
+	// A wait that ran out proves nothing about the answer: only a failed
+	// check on what the program did counts as a rejection.
+	return !r.Pass && r.Problem == "" && !r.TimedOut && r.Failed() != nil
 }
 
 func findStep(run []labsteps.Result, num int) *labsteps.Result {

@@ -1,6 +1,9 @@
 package mutants_test
 
 import (
+	"os"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -90,4 +93,47 @@ func TestAll(t *testing.T) {
 	for name := range crash {
 		t.Errorf("crash mutant %s is missing", name)
 	}
+}
+
+// Every mutant proves some clause's check can fail, so docs/selftest.md's
+// clause table names each one: a mutant missing there is a check nobody
+// can trace back to the contract, and a name there without a patch is a
+// claim nothing proves.
+func TestClauseTableNamesEveryMutant(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "selftest.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(doc)
+	a, b := strings.Index(s, "## Every clause graded"), strings.Index(s, "## `lab selftest`")
+	if a < 0 || b < a {
+		t.Fatal("docs/selftest.md has no clause table section before the `lab selftest` section")
+	}
+	table := s[a:b]
+	all, err := mutants.All()
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]bool{}
+	for _, m := range all {
+		names[m.Name] = true
+		if !strings.Contains(table, "`"+m.Name+"`") {
+			t.Errorf("mutant %s is not in docs/selftest.md's clause table", m.Name)
+		}
+	}
+	for _, f := range regexp.MustCompile("`([a-z0-9]+(?:-[a-z0-9]+)+)`").FindAllStringSubmatch(table, -1) {
+		if !names[f[1]] && looksLikeMutant(f[1]) {
+			t.Errorf("docs/selftest.md's clause table names %s, which is no mutant", f[1])
+		}
+	}
+}
+
+// looksLikeMutant tells a mutant's name from the other hyphenated code spans
+// in the table: the invariants of lab crash (flags like `--url` never match).
+func looksLikeMutant(name string) bool {
+	switch name {
+	case "durable-before-reported", "killed-op-atomic", "stock-matches-orders":
+		return false
+	}
+	return true
 }

@@ -1,0 +1,374 @@
+package labsteps
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Line is one line a background process printed on stdout.
+type Line struct {
+	At   time.Duration  // when the harness read it, since the step started
+	Text string         // the line without its newline
+	Obj  map[string]any // the line as a JSON object; nil if it is not one
+}
+
+// Str reads a string member of a JSON line ("" when absent or not a string).
+func (l Line) Str(key string) string {
+	s, _ := l.Obj[key].(string)
+	return s
+}
+
+// Int reads an integer member of a JSON line (-1 when absent or not a number).
+func (l Line) Int(key string) int64 {
+	switch x := l.Obj[key].(type) {
+	case json.Number:
+		if n, err := x.Int64(); err == nil {
+			return n
+		}
+	case float64:
+		return int64(x)
+	}
+	return -1
+}
+
+// Raw prints a member of a JSON line as JSON ("absent" when missing).
+func (l Line) Raw(key string) string {
+	v, ok := l.Obj[key]
+	if !ok {
+		return "absent"
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+// Proc is a process running in the background, its stdout read line by line.
+type Proc struct {
+	h     *Harness
+	Name  string // A, B, receiver…
+	Lane  string
+	Prog  string
+	Args  []string
+	Logs  string
+	Clock int64 // the injected clock it runs under, or noClock
+	Pid   int
+	cmd   *exec.Cmd
+
+	// describe turns a stdout line into timeline text; "" keeps it off the timeline.
+	describe func(Line) (text string, bad bool)
+
+	mu     sync.Mutex
+	lines  []Line
+	notify chan struct{} // closed and replaced whenever lines or the exit change
+	exited bool
+	code   int
+	signal string
+	killed bool // the harness sent SIGKILL
+	done   chan struct{}
+	stderr bytes.Buffer // written by os/exec until the process ends
+}
+
+// start launches bin/prog in the background.
+func (h *Harness) start(name, lane, prog string, clock int64, describe func(Line) (string, bool), args ...string) *Proc {
+	p := &Proc{h: h, Name: name, Lane: lane, Prog: prog, Args: args, Clock: clock, describe: describe,
+		Logs: h.logName(strings.TrimSuffix(prog+"-"+name, "-"+prog)), notify: make(chan struct{}), done: make(chan struct{}), code: -1}
+	// Not CommandContext: the harness ends its processes itself (Kill, or
+	// cleanup at the end of the step), so that it knows who killed whom.
+	p.cmd = exec.Command(filepath.Join(h.Bin, prog), args...)
+	p.cmd.Dir = h.Dir
+	// Its own process group, so that a kill reaches whatever it forked too: a
+	// child left holding stdout would otherwise keep the harness waiting for
+	// an end of file that never comes.
+	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	stdout, err := p.cmd.StdoutPipe()
+	if err != nil {
+		h.Fatalf("start "+name, "the process starts", "nothing can be checked without it", "%v", err)
+	}
+	p.cmd.Stderr = &p.stderr
+	if err := p.cmd.Start(); err != nil {
+		h.Fatalf("start "+name, "the process starts", "nothing can be checked without it", "%s: %v", cmdline(prog, args), err)
+	}
+	h.keepLog(p.Logs, func() ([]byte, []byte) {
+		var out bytes.Buffer
+		if !p.waitDone(h.Limits.Drain) {
+			// os/exec may still be writing stderr: leave it out.
+			for _, l := range p.Lines() {
+				out.WriteString(l.Text + "\n")
+			}
+			return out.Bytes(), []byte(fmt.Sprintf("lab: output still open %v after the step; stderr not collected\n", h.Limits.Drain))
+		}
+		for _, l := range p.Lines() {
+			out.WriteString(l.Text + "\n")
+		}
+		return out.Bytes(), p.stderr.Bytes()
+	})
+	p.Pid = p.cmd.Process.Pid
+	h.mu.Lock()
+	h.procs = append(h.procs, p)
+	h.mu.Unlock()
+	h.Event(lane, "start", "start "+name, clock, false)
+	h.Narrate("$ %s &  (%s, pid %d)", cmdline(prog, args), name, p.Pid)
+	go p.read(stdout)
+	return p
+}
+
+func (p *Proc) read(stdout io.Reader) {
+	sc := bufio.NewScanner(stdout)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		text := sc.Text()
+		l := Line{At: p.h.since(), Text: text}
+		dec := json.NewDecoder(strings.NewReader(text))
+		dec.UseNumber()
+		var obj map[string]any
+		if dec.Decode(&obj) == nil && !dec.More() {
+			l.Obj = obj
+		}
+		if l.Obj != nil {
+			switch l.Str("event") {
+			case "claimed", "empty", "finished", "request": // a claim, a finish, an order at the receiver
+				p.h.commits.Add(1)
+			}
+		}
+		if p.describe != nil {
+			if t, bad := p.describe(l); t != "" {
+				p.h.Event(p.Lane, "line", t, p.Clock, bad)
+			}
+		}
+		p.h.Narrate("%s: %s", p.Name, text)
+		p.mu.Lock()
+		p.lines = append(p.lines, l)
+		close(p.notify)
+		p.notify = make(chan struct{})
+		p.mu.Unlock()
+	}
+	io.Copy(io.Discard, stdout)
+	err := p.cmd.Wait()
+	code, sig := -1, ""
+	if p.cmd.ProcessState != nil {
+		code, sig = exitStatus(p.cmd.ProcessState)
+	} else if err != nil {
+		sig = err.Error()
+	}
+	p.mu.Lock()
+	p.exited, p.code, p.signal = true, code, sig
+	killed := p.killed
+	close(p.notify)
+	p.notify = make(chan struct{})
+	p.mu.Unlock()
+	text := exitText(code, sig)
+	if killed && sig != "" {
+		text = "killed (SIGKILL)"
+	}
+	// Exits worth a red cross: a crash, a kill, a refusal. 13 (nothing
+	// claimable) and 12 (finish not applied) are answers, not accidents.
+	bad := sig != "" || (code != 0 && code != 12 && code != 13)
+	if !p.h.closing.Load() {
+		p.h.Event(p.Lane, "exit", text, p.Clock, bad)
+	}
+	p.h.Narrate("%s: %s", p.Name, exitText(code, sig))
+	close(p.done)
+}
+
+// Lines is what the process has printed so far.
+func (p *Proc) Lines() []Line {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]Line(nil), p.lines...)
+}
+
+// Exited reports whether the process has ended, and how.
+func (p *Proc) Exited() (exited bool, code int, signal string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.exited, p.code, p.signal
+}
+
+// waitEnd says how a wait ended.
+type waitEnd int
+
+const (
+	condHeld   waitEnd = iota // what was waited for happened
+	procExited                // the process ended without it: an answer
+	limitHit                  // WaitLimit ran out while the process still ran
+	stepEnded                 // the step's time limit (or the run) ended it
+)
+
+// wait blocks until cond holds (evaluated under the lock on every change),
+// the process exits, or the wait limit passes. It reports whether cond held.
+func (p *Proc) wait(cond func() bool) bool { return p.waitFor(cond) == condHeld }
+
+// waitFor is wait, saying why it ended.
+func (p *Proc) waitFor(cond func() bool) waitEnd {
+	timer := time.NewTimer(p.h.WaitLimit)
+	defer timer.Stop()
+	for {
+		p.mu.Lock()
+		ok, exited, ch := cond(), p.exited, p.notify
+		p.mu.Unlock()
+		if ok {
+			return condHeld
+		}
+		if exited {
+			return procExited
+		}
+		select {
+		case <-ch:
+		case <-timer.C:
+			return limitHit
+		case <-p.h.ctx.Done():
+			return stepEnded
+		}
+	}
+}
+
+// WaitLine waits for a line matching match and returns it; if none comes, the
+// step fails with what the process printed and how it ended.
+func (p *Proc) WaitLine(what string, match func(Line) bool, why string) Line {
+	var found Line
+	t0 := time.Now()
+	end := p.waitFor(func() bool {
+		for _, l := range p.lines {
+			if match(l) {
+				found = l
+				return true
+			}
+		}
+		return false
+	})
+	switch end {
+	case procExited:
+		p.h.Check(what, false, "a line that shows it", p.observed(), why)
+	case limitHit, stepEnded:
+		p.h.Timeout(what, "a line that shows it within "+p.h.WaitLimit.String(), p.observedAfter(p.waited(end, t0)), why)
+	}
+	return found
+}
+
+// WaitEvent waits for the JSON line {"event": kind} (CONTRACT §4).
+func (p *Proc) WaitEvent(kind, why string) Line {
+	return p.WaitLine(fmt.Sprintf("%s prints {\"event\":%q}", p.Name, kind),
+		func(l Line) bool { return l.Str("event") == kind }, why)
+}
+
+// waited is how long a wait that began at t0 and ended with end lasted:
+// the limit itself when it ran out.
+func (p *Proc) waited(end waitEnd, t0 time.Time) time.Duration {
+	if end == limitHit {
+		return p.h.WaitLimit
+	}
+	return time.Since(t0).Round(time.Millisecond)
+}
+
+// observed summarises the process for a failure message.
+func (p *Proc) observed() string { return p.observedAfter(p.h.WaitLimit) }
+
+// observedAfter is observed after a wait of waited.
+func (p *Proc) observedAfter(waited time.Duration) string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var b strings.Builder
+	if len(p.lines) == 0 {
+		b.WriteString("no output")
+	} else {
+		b.WriteString("printed: ")
+		for i, l := range p.lines {
+			if i > 0 {
+				b.WriteString(" | ")
+			}
+			b.WriteString(l.Text)
+		}
+	}
+	if p.exited {
+		b.WriteString("; then " + exitText(p.code, p.signal))
+	} else {
+		b.WriteString("; still running after " + waited.String())
+	}
+	b.WriteString(p.stderrHint())
+	return b.String()
+}
+
+// stderrHint points at the process's stderr for a failure message, quoting
+// its first line once the process has ended. Call with p.mu held.
+func (p *Proc) stderrHint() string {
+	// Once exited is set, os/exec has finished writing p.stderr.
+	if p.exited {
+		if line := firstLine(p.stderr.String()); line != "" {
+			return " (stderr: " + line + "; all of it in " + p.Logs + ".stderr)"
+		}
+	}
+	return " (stderr: " + p.Logs + ".stderr)"
+}
+
+// StderrHint is stderrHint for callers outside the lock.
+func (p *Proc) StderrHint() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.stderrHint()
+}
+
+// firstLine is the first non-blank line of s, trimmed and bounded.
+func firstLine(s string) string {
+	for _, l := range strings.Split(s, "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			return trim(l)
+		}
+	}
+	return ""
+}
+
+// Wait waits for the process to end and returns its exit code and signal.
+func (p *Proc) Wait(why string) (code int, signal string) {
+	t0 := time.Now()
+	if end := p.waitFor(func() bool { return p.exited }); end != condHeld {
+		p.h.Timeout(p.Name+" exits", "the process ends within "+p.h.WaitLimit.String(), p.observedAfter(p.waited(end, t0)), why)
+	}
+	_, code, signal = p.Exited()
+	return code, signal
+}
+
+// Kill sends SIGKILL, the crash no program can catch, and waits for the end.
+func (p *Proc) Kill() {
+	p.mu.Lock()
+	p.killed = true
+	exited := p.exited
+	p.mu.Unlock()
+	if !exited {
+		p.h.Event(LaneHarness, "kill", "SIGKILL "+p.Name, p.Clock, true)
+		p.h.Narrate("harness: kill -9 %s (pid %d)", p.Name, p.Pid)
+		p.cmd.Process.Signal(syscall.SIGKILL)
+	}
+	p.killGroup()
+	if !p.waitDone(p.h.Limits.Drain) {
+		// Its lines are judged next: they must be all of them.
+		p.h.Timeout("the output of "+p.Name+" is read to its end after kill -9", "stdout closed, exit recorded",
+			fmt.Sprintf("still open %v after the kill (a process it started outside its group holds it, or the machine is very busy)", p.h.Limits.Drain),
+			"the lab never judges output that may have been cut")
+	}
+}
+
+// killGroup kills what the process left behind in its group (it may have
+// exited itself while a child it forked still holds its stdout).
+func (p *Proc) killGroup() { syscall.Kill(-p.Pid, syscall.SIGKILL) }
+
+// waitDone waits for the process's output to end and its exit to be
+// recorded, at most limit: a process that escaped its group must not hang
+// the lab.
+func (p *Proc) waitDone(limit time.Duration) bool {
+	t := time.NewTimer(limit)
+	defer t.Stop()
+	select {
+	case <-p.done:
+		return true
+	case <-t.C:
+		return false
+	}
+}
