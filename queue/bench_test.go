@@ -1,9 +1,11 @@
 package queue_test
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"fmt"
+	"os"
 	"path/filepath"
 	"testing"
 
@@ -69,6 +71,106 @@ func BenchmarkClaimFinish(b *testing.B) {
 		}
 		if _, applied, err := q.Finish(ctx, j.ID, j.Token, queue.OutcomeOK, t0); err != nil || !applied {
 			b.Fatalf("finish: applied=%v %v", applied, err)
+		}
+	}
+}
+
+// changedPages runs op and reports, by b-tree, which database pages it
+// changed: the pages a commit writes (twice, in a rollback journal: the old
+// content to the journal, the new to the file). Page 1 holds the header's
+// change counter, so every commit writes it.
+func changedPages(t *testing.T, path string, op func()) map[string]int {
+	t.Helper()
+	before, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	op()
+	after, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := sql.Open("sqlite", "file:"+path+"?mode=ro")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	owner := map[int]string{}
+	rows, err := db.Query("SELECT name, pageno FROM dbstat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var name string
+		var page int
+		if err := rows.Scan(&name, &page); err != nil {
+			t.Fatal(err)
+		}
+		owner[page] = name
+	}
+	rows.Close()
+	const size = 4096
+	got := map[string]int{}
+	for p := 0; p*size < max(len(before), len(after)); p++ {
+		page := func(b []byte) []byte { return b[min(p*size, len(b)):min((p+1)*size, len(b))] }
+		if !bytes.Equal(page(before), page(after)) {
+			got[owner[p+1]]++
+		}
+	}
+	return got
+}
+
+// TestPagesPerOperation logs, with -v, the b-trees each operation writes to,
+// and holds the queue to its page budget: a claim writes the header, the row
+// and the indexes a state change moves it between; a finish ok the header,
+// the row and the lease index it leaves.
+func TestPagesPerOperation(t *testing.T) {
+	q, path := openNew(t)
+	ctx := context.Background()
+	for i := range 300 {
+		enqueue(t, q, fmt.Sprintf("o-%04d", i), 7, 5, 3_600_000, t0)
+	}
+	total := func(m map[string]int) (n int) {
+		for _, v := range m {
+			n += v
+		}
+		return n
+	}
+	// Each operation five times; the fewest pages counts, so an occasional
+	// b-tree page split does not decide the budget.
+	best := map[string]map[string]int{}
+	var j queue.Job
+	cases := []struct {
+		name string
+		max  int
+		op   func(i int)
+	}{
+		{"enqueue", 5, func(i int) { enqueue(t, q, fmt.Sprintf("n-%04d", i), 7, 5, 3_600_000, t0) }},
+		{"claim", 4, func(int) {
+			var err error
+			if j, _, err = q.Claim(ctx, "A", t0+1, 30_000); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"finish ok", 3, func(int) {
+			if _, _, err := q.Finish(ctx, j.ID, j.Token, queue.OutcomeOK, t0+1); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	}
+	for i := range 5 {
+		for _, c := range cases {
+			got := changedPages(t, path, func() { c.op(i) })
+			if b, ok := best[c.name]; !ok || total(got) < total(b) {
+				best[c.name] = got
+			}
+		}
+	}
+	for _, c := range cases {
+		got := best[c.name]
+		t.Logf("%-10s %d pages: %v", c.name, total(got), got)
+		if total(got) > c.max {
+			t.Errorf("%s changed %d pages (%v), want at most %d", c.name, total(got), got, c.max)
 		}
 	}
 }

@@ -23,6 +23,9 @@ import (
 //go:embed migrate_1_2.sql
 var migrate12SQL string
 
+//go:embed migrate_2_3.sql
+var migrate23SQL string
+
 // inspect looks at the file before SQLite does, so that what is plainly not
 // a queue file is refused with a clear message and without SQLite touching
 // it: a directory, a missing directory, another format, a file in WAL mode
@@ -143,8 +146,9 @@ func checkTables(ctx context.Context, db queryer) error {
 	return nil
 }
 
-// migrate marks a version 1 queue file as version 2 in one immediate
-// transaction; a concurrent opener that marked it first leaves nothing to do.
+// migrate brings a version 1 or 2 queue file to version 3 in one immediate
+// transaction (a version 1 file through 2); a concurrent opener that did it
+// first leaves nothing to do.
 func (q *Queue) migrate(ctx context.Context) error {
 	tx, err := q.db.BeginTx(ctx, nil)
 	if err != nil {
@@ -158,11 +162,17 @@ func (q *Queue) migrate(ctx context.Context) error {
 	if m.version == SchemaVersion && m.appID == ApplicationID {
 		return nil
 	}
-	if m.version != 1 || m.appID != 0 {
+	switch {
+	case m.version == 1 && m.appID == 0:
+		if _, err := tx.ExecContext(ctx, migrate12SQL); err != nil {
+			return fmt.Errorf("migrate schema 1 to 2: %w", classify(err))
+		}
+	case m.version == 2 && m.appID == ApplicationID:
+	default:
 		return fmt.Errorf("%w: schema version %d with application_id %#x changed while opening", ErrNotQueue, m.version, m.appID)
 	}
-	if _, err := tx.ExecContext(ctx, migrate12SQL); err != nil {
-		return fmt.Errorf("migrate schema 1 to 2: %w", classify(err))
+	if _, err := tx.ExecContext(ctx, migrate23SQL); err != nil {
+		return fmt.Errorf("migrate schema 2 to 3: %w", classify(err))
 	}
 	return classify(tx.Commit())
 }

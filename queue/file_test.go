@@ -15,24 +15,40 @@ import (
 	"snacklab/queue"
 )
 
-// writeV1 makes a version 1 queue file as the previous release did: the
-// same tables, user_version 1, no application_id; with one job in it.
+// writeV1 makes a version 1 queue file as the first release did: the
+// tables and indexes of version 2, user_version 1, no application_id; with
+// one job in it.
 func writeV1(t *testing.T, path string) {
 	t.Helper()
-	schema, err := os.ReadFile("schema.sql")
+	schema, err := os.ReadFile("testdata/schema_v2.sql")
 	if err != nil {
 		t.Fatal(err)
 	}
 	v1 := strings.Replace(string(schema), "PRAGMA application_id = 1936616305;\nPRAGMA user_version = 2;", "PRAGMA user_version = 1;", 1)
 	if v1 == string(schema) {
-		t.Fatal("schema.sql no longer ends with the version 2 pragmas; update this test's version 1 file")
+		t.Fatal("testdata/schema_v2.sql no longer ends with the version 2 pragmas")
 	}
+	writeSchema(t, path, v1)
+}
+
+// writeV2 makes a version 2 queue file as the second release did, with one job.
+func writeV2(t *testing.T, path string) {
+	t.Helper()
+	schema, err := os.ReadFile("testdata/schema_v2.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeSchema(t, path, string(schema))
+}
+
+func writeSchema(t *testing.T, path, schema string) {
+	t.Helper()
 	db, err := sql.Open("sqlite", path+"?_journal_mode=DELETE")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	if _, err := db.Exec(v1); err != nil {
+	if _, err := db.Exec(schema); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := db.Exec(`INSERT INTO jobs (id, qty, max_attempts, available_at, deadline_at, deadline_window_ms, created_at, updated_at)
@@ -93,6 +109,67 @@ func TestVersion1IsReadAsItIsAndMarkedOnTheFirstWrite(t *testing.T) {
 		t.Fatalf("reopening the migrated file: %v", err)
 	}
 	q.Close()
+}
+
+// indexes lists the file's index names, sorted.
+func indexes(t *testing.T, path string) string {
+	t.Helper()
+	db, err := sql.Open("sqlite", path+"?mode=ro")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var names string
+	if err := db.QueryRow(`SELECT group_concat(name, ' ') FROM (SELECT name FROM sqlite_schema
+		WHERE type = 'index' AND tbl_name = 'jobs' ORDER BY name)`).Scan(&names); err != nil {
+		t.Fatal(err)
+	}
+	return names
+}
+
+// TestOlderVersionsMigrateToTheLiveIndexes: a version 1 or 2 file is read as it
+// is read-only, and the first writable open leaves the live indexes only, with
+// the jobs kept and the queue working.
+func TestOlderVersionsMigrateToTheLiveIndexes(t *testing.T) {
+	ctx := context.Background()
+	for _, c := range []struct {
+		name  string
+		write func(*testing.T, string)
+	}{{"version 1", writeV1}, {"version 2", writeV2}} {
+		t.Run(c.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "old.db")
+			c.write(t, path)
+			ro, err := queue.Open(path, queue.Options{ReadOnly: true})
+			if err != nil {
+				t.Fatalf("read-only Open: %v", err)
+			}
+			if j, err := ro.Get(ctx, "v1-job"); err != nil || j.Qty != 7 {
+				t.Fatalf("read-only Get = %+v, %v; want the job with qty 7", j, err)
+			}
+			ro.Close()
+			if got, want := indexes(t, path), "jobs_claim jobs_deadline jobs_lease sqlite_autoindex_jobs_1"; got != want {
+				t.Fatalf("indexes after a read-only open = %q, want %q (unchanged)", got, want)
+			}
+			q, err := queue.Open(path, queue.Options{})
+			if err != nil {
+				t.Fatalf("writable Open: %v", err)
+			}
+			defer q.Close()
+			if got, want := indexes(t, path), "jobs_live jobs_pending_deadline sqlite_autoindex_jobs_1"; got != want {
+				t.Fatalf("indexes after a writable open = %q, want %q", got, want)
+			}
+			if id, v := mark(t, path); id != queue.ApplicationID || v != queue.SchemaVersion {
+				t.Fatalf("mark = %#x version %d, want %#x and %d", id, v, queue.ApplicationID, queue.SchemaVersion)
+			}
+			j, ok, err := q.Claim(ctx, "A", 1000, 500)
+			if err != nil || !ok || j.ID != "v1-job" || j.Token != 1 {
+				t.Fatalf("Claim after the migration = %+v, %v, %v; want v1-job with token 1", j, ok, err)
+			}
+			if j, applied, err := q.Finish(ctx, j.ID, j.Token, queue.OutcomeOK, 1001); err != nil || !applied || j.State != queue.Done {
+				t.Fatalf("Finish after the migration = %+v, %v, %v; want done", j, applied, err)
+			}
+		})
+	}
 }
 
 func TestReadOnlyNeverWrites(t *testing.T) {

@@ -29,9 +29,10 @@ import (
 )
 
 // SchemaVersion is the PRAGMA user_version this package writes. Version 1
-// files (the same tables, unmarked) are read as they are and marked on the
-// first write (migrate_1_2.sql).
-const SchemaVersion = 2
+// files (the same tables, unmarked) and version 2 files (the same tables,
+// other indexes) are read as they are and migrated on the first write
+// (migrate_1_2.sql, migrate_2_3.sql).
+const SchemaVersion = 3
 
 // ApplicationID ("snkq") is the PRAGMA application_id that marks a snacklab
 // queue file, so another application's SQLite file is refused rather than
@@ -264,7 +265,7 @@ type Queue struct {
 // Open opens the queue file at path, checks the file's header, the
 // connection settings, the mark, the schema version and the tables, and
 // refuses a file that is not a queue without writing to it. A writable open
-// of a version 1 queue marks it as version 2 (migrate_1_2.sql).
+// of a version 1 or 2 queue migrates it to version 3.
 func Open(path string, opts Options) (*Queue, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
@@ -349,7 +350,7 @@ func (q *Queue) check(opts Options) error {
 	switch {
 	case m.version == SchemaVersion && m.appID == ApplicationID:
 		return checkTables(ctx, q.db)
-	case m.version == 1 && m.appID == 0:
+	case m.version == 1 && m.appID == 0, m.version == 2 && m.appID == ApplicationID:
 		if err := checkTables(ctx, q.db); err != nil {
 			return err
 		}
@@ -377,7 +378,7 @@ func (q *Queue) check(opts Options) error {
 	case m.appID != 0 && m.appID != ApplicationID:
 		return fmt.Errorf("%w: another application's SQLite file (application_id %#x, want %#x)", ErrNotQueue, m.appID, ApplicationID)
 	default:
-		return fmt.Errorf("%w: schema version %d with application_id %#x, want version 1 or %d of a snacklab queue", ErrNotQueue, m.version, m.appID, SchemaVersion)
+		return fmt.Errorf("%w: schema version %d with application_id %#x, want version 1 to %d of a snacklab queue", ErrNotQueue, m.version, m.appID, SchemaVersion)
 	}
 }
 
@@ -494,20 +495,36 @@ func (q *Queue) Claim(ctx context.Context, owner string, now, leaseMs int64) (jo
 		return Job{}, false, fmt.Errorf("claim: %w", classify(err))
 	}
 	defer tx.Rollback()
-	if _, err := tx.ExecContext(ctx, `UPDATE jobs SET state = 'dead',
-		reason = CASE WHEN state = 'leased' AND attempts >= max_attempts THEN 'exhausted' ELSE 'deadline' END,
-		owner = NULL, lease_until = NULL, updated_at = ?1
-		WHERE (state = 'leased' AND lease_until <= ?1 AND (attempts >= max_attempts OR deadline_at <= ?1))
-		   OR (state = 'pending' AND deadline_at <= ?1)`, now); err != nil {
-		return Job{}, false, fmt.Errorf("claim: quarantine spent jobs: %w", classify(err))
+	// The quarantine writes only when something is spent; the look reads
+	// jobs_pending_deadline and jobs_live (schema.sql), whose WHERE terms the
+	// queries here repeat exactly so that SQLite uses them.
+	var spent bool
+	if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM jobs
+		    WHERE state = 'pending' AND deadline_at <= ?1)
+		OR EXISTS (SELECT 1 FROM jobs
+		    WHERE state IN ('pending', 'leased') AND state = 'leased' AND lease_until <= ?1
+		      AND (attempts >= max_attempts OR deadline_at <= ?1))`, now).Scan(&spent); err != nil {
+		return Job{}, false, fmt.Errorf("claim: look for spent jobs: %w", classify(err))
+	}
+	if spent {
+		if _, err := tx.ExecContext(ctx, `UPDATE jobs SET state = 'dead',
+			reason = CASE WHEN state = 'leased' AND attempts >= max_attempts THEN 'exhausted' ELSE 'deadline' END,
+			owner = NULL, lease_until = NULL, updated_at = ?1
+			WHERE state IN ('pending', 'leased')
+			  AND ((state = 'leased' AND lease_until <= ?1 AND (attempts >= max_attempts OR deadline_at <= ?1))
+			    OR (state = 'pending' AND deadline_at <= ?1))`, now); err != nil {
+			return Job{}, false, fmt.Errorf("claim: quarantine spent jobs: %w", classify(err))
+		}
 	}
 	job, err = scanJob(tx.QueryRowContext(ctx, `UPDATE jobs SET state = 'leased',
 		owner = ?2, lease_until = ?1 + ?3, attempts = attempts + 1, token = token + 1, updated_at = ?1
 		WHERE id = (SELECT id FROM (
-		              SELECT * FROM (SELECT id, available_at FROM jobs WHERE state = 'pending' AND available_at <= ?1
+		              SELECT * FROM (SELECT id, available_at FROM jobs
+		                             WHERE state IN ('pending', 'leased') AND state = 'pending' AND available_at <= ?1
 		                             ORDER BY available_at, id LIMIT 1)
 		              UNION ALL
-		              SELECT * FROM (SELECT id, available_at FROM jobs WHERE state = 'leased' AND lease_until <= ?1
+		              SELECT * FROM (SELECT id, available_at FROM jobs
+		                             WHERE state IN ('pending', 'leased') AND state = 'leased' AND lease_until <= ?1
 		                             ORDER BY available_at, id LIMIT 1))
 		            ORDER BY available_at, id LIMIT 1)
 		RETURNING `+jobCols, now, owner, leaseMs))
@@ -540,6 +557,35 @@ func (q *Queue) Finish(ctx context.Context, id string, token int64, outcome Outc
 		return Job{}, false, err
 	}
 	// BEGIN SOLUTION finish: only while leased under exactly this token: ok → done, permanent → dead, retry → exhausted, deadline or pending at now+backoff; release owner and lease (CONTRACT.md §2 finish)
+	if outcome != OutcomeRetry {
+		// ok and permanent need nothing from the row: one guarded statement
+		// is the whole transaction.
+		state, reason := Done, Reason("")
+		if outcome == OutcomePermanent {
+			state, reason = Dead, ReasonPermanent
+		}
+		job, err = scanJob(q.db.QueryRowContext(ctx, `UPDATE jobs SET state = ?3, reason = nullif(?4, ''),
+			owner = NULL, lease_until = NULL, updated_at = ?5
+			WHERE id = ?1 AND state = 'leased' AND token = ?2
+			RETURNING `+jobCols, id, token, state, reason, now))
+		if err == nil {
+			return job, true, nil
+		}
+		if !errors.Is(err, sql.ErrNoRows) {
+			return Job{}, false, fmt.Errorf("finish %s: %w", id, classify(err))
+		}
+		// Not applied, nothing written: report the job as it is.
+		job, err = q.Get(ctx, id)
+		if errors.Is(err, ErrNotFound) {
+			return Job{}, false, nil
+		}
+		if err != nil {
+			return Job{}, false, fmt.Errorf("finish %s: %w", id, err)
+		}
+		return job, false, nil
+	}
+	// retry needs the attempts and the deadline for the backoff: read, then
+	// update, in one immediate transaction.
 	tx, err := q.db.BeginTx(ctx, nil)
 	if err != nil {
 		return Job{}, false, fmt.Errorf("finish %s: %w", id, classify(err))
