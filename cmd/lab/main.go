@@ -57,7 +57,8 @@ const usage = `usage: lab [run] [flags] [STEPS…]
 
 Runs the numbered lab steps against an implementation's executables.
 STEPS: numbers or names: 8, crash, 3-5, claim-redrive, 1,4 (default: all).
-Flags may come before or after them.
+Flags may come before or after them. A first argument naming a subcommand is that
+subcommand: step 8 by name is "lab run crash" (run-lab.sh says run for you).
 
 flags:
 `

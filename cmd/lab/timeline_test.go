@@ -30,7 +30,7 @@ func TestStep8TimelineReadsAtAGlance(t *testing.T) {
 		t.Skip("chromium not installed (apt-get install -y chromium); set SNACKLAB_REQUIRE_CHROMIUM=1 to make this a failure")
 	}
 	html := filepath.Join(t.TempDir(), "report.html")
-	if r := lab(t, "crash", "--html", html); r.code != 0 {
+	if r := lab(t, "run", "crash", "--html", html); r.code != 0 { // step 8 by name; `lab crash` alone is the crash enumeration
 		t.Fatalf("lab run crash: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	opts := append(slices.Clone(chromedp.DefaultExecAllocatorOptions[:]), chromedp.ExecPath(exe), chromedp.NoSandbox,
