@@ -9,15 +9,15 @@ import (
 
 var step6 = Step{
 	Num: 6, Slug: "run-once",
-	Title: "Run-once: every row of the classification table; run stops only when nothing is claimable; the receiver's own clauses",
+	Title: "Run-once: every row of the classification table; run drains the queue and leaves what it cannot decide; the receiver's own clauses",
 	Checks: "`sender run-once` posts {id, qty, token} to URL/orders, against the real receiver in each fault mode and " +
 		"against the lab's own fake receiver answering every row of CONTRACT §4's table, one job each. A 2xx with " +
 		"`\"ack\":true` (200, 201, 202, 299) finishes ok (done). Any other ack on a 2xx (1, \"ok\", \"true\", false, " +
 		"missing, a non-JSON or empty body) is BadAck: exit 20, no finish, the job stays leased under its token. A 3xx " +
 		"is exit 21 with the job leased, and the redirect is never followed. A 4xx finishes permanent (dead); a 5xx, a " +
 		"timeout, a reset and a refused connection finish retry (pending at now+backoff). The crash switch fires after " +
-		"a status-0 response too. `sender run` exits 0 on an empty queue and after draining it, and stops at a BadAck " +
-		"(20) or a 3xx (21); a finish that is not applied is exit 12. The receiver applies an id once under 20 " +
+		"a status-0 response too. `sender run` exits 0 on an empty queue and after draining it, and never decides a BadAck " +
+		"or a 3xx (it stops with 20 or 21, or goes on and exits 0); a finish that is not applied is exit 12. The receiver applies an id once under 20 " +
 		"simultaneous POSTs, answers another qty 409 and malformed bodies 400, counts every request with a parseable " +
 		"id whatever the answer, and answers an unknown order 404.",
 	Why: "A sender that counts 1 or \"ok\" as success marks undelivered orders done, and nobody ever finds " +
@@ -38,8 +38,8 @@ func runStep6(h *Harness) {
 		Part{"e: no answer: timeout, reset, refused; the crash switch", transportCases},
 		Part{"f: sender run on an empty queue", runEmpty},
 		Part{"g: sender run drains the queue", runDrains},
-		Part{"h: sender run stops at a BadAck", func(h *Harness) { runStops(h, "h", 20) }},
-		Part{"i: sender run stops at a 3xx", func(h *Harness) { runStops(h, "i", 21) }},
+		Part{"h: sender run leaves a BadAck undecided", func(h *Harness) { runStops(h, "h", 20) }},
+		Part{"i: sender run leaves a 3xx undecided", func(h *Harness) { runStops(h, "i", 21) }},
 		Part{"j: a finish that is not applied", staleFinish},
 		Part{"k: the receiver's own clauses", receiverClauses},
 	)
@@ -347,17 +347,40 @@ func runStops(h *Harness, part string, code int) {
 	h.MustEnqueue(first, 7, t0)
 	h.MustEnqueue(second, 7, t0+1)
 	run := h.RunSender("S", SenderOpts{Mode: "run", URL: fake.URL, Now: t0 + 10})
-	why := fmt.Sprintf("CONTRACT §4: run stops at the first BadAck or unexpected result and exits as run-once would (%d): "+
-		"an answer the sender cannot explain is for a person to look at, not something to bury under more deliveries", code)
-	h.Check(fmt.Sprintf("sender run stops at %s with exit %d", what, code), run.Code == code && run.Signal == "",
-		fmt.Sprintf("exit %d", code), run.Exit()+"; events: "+run.Events(), why)
-	h.Equal("sender run: events end with the first job's response", "claiming claimed response", run.Events(), why)
-	j1, j2 := h.MustShow(first).Job, h.MustShow(second).Job
-	h.Equal("the first job is left leased to S under token 1", "leased owner=S token=1",
+	why := "CONTRACT §4: a job whose answer the sender cannot explain is never finished: it stays leased, so the " +
+		"lease brings it back and a person can look at it, instead of a guess burying it"
+	j1 := h.MustShow(first).Job
+	h.Equal(fmt.Sprintf("after %s, the first job is left leased to S under token 1", what), "leased owner=S token=1",
 		fmt.Sprintf("%s owner=%s token=%d", stateReason(j1), show(j1.Owner), j1.Token), why)
-	h.Equal("the second job was never claimed", "pending token=0 attempts=0",
-		fmt.Sprintf("%s token=%d attempts=%d", stateReason(j2), j2.Token, j2.Attempts), why)
-	h.Equal("nothing was posted for the second job", "none", showRequests(fake.RequestsFor(second)), why)
+	// The reference stops there and exits as run-once would; CONTRACT v1
+	// ("repeat run-once until nothing is claimable") also allows going on to
+	// the other jobs and exiting 0 at the end. Either is graded as right;
+	// what is judged is that the first job was not decided.
+	stops := fmt.Sprintf("stops: exit %d, events end with the first job's response, the second job untouched", code)
+	goesOn := "goes on: exit 0, the second job delivered and done"
+	j2 := h.MustShow(second).Job
+	var got string
+	switch {
+	case run.Code == code && run.Signal == "" && run.Events() == "claiming claimed response" &&
+		j2.State == "pending" && j2.Token == 0 && len(fake.RequestsFor(second)) == 0:
+		got = stops
+	case run.Code == 0 && run.Signal == "" && j2.State == "done" && !finishedFor(run, first):
+		got = goesOn
+	default:
+		got = fmt.Sprintf("%s; events: %s; the second job %s, %d request(s)", run.Exit(), run.Events(), stateReason(j2), len(fake.RequestsFor(second)))
+	}
+	h.Check(fmt.Sprintf("sender run after %s either stops (exit %d) or goes on to the next job (exit 0)", what, code),
+		got == stops || got == goesOn, stops+" — or — "+goesOn, got, why)
+}
+
+// finishedFor reports whether a sender run printed a finished event for id.
+func finishedFor(run SenderRun, id string) bool {
+	for _, l := range run.Lines {
+		if l.Str("event") == "finished" && l.Str("id") == id {
+			return true
+		}
+	}
+	return false
 }
 
 // staleFinish holds the fake's answer while the harness reclaims the job at
