@@ -78,11 +78,24 @@ type Proc struct {
 
 // start launches bin/prog in the background.
 func (h *Harness) start(name, lane, prog string, clock int64, describe func(Line) (string, bool), args ...string) *Proc {
-	p := &Proc{h: h, Name: name, Lane: lane, Prog: prog, Args: args, Clock: clock, describe: describe,
+	p := h.newProc(name, lane, prog, clock, describe, args)
+	h.launch(p, append([]string{filepath.Join(h.Bin, prog)}, args...), "")
+	return p
+}
+
+// newProc is a background process not yet started.
+func (h *Harness) newProc(name, lane, prog string, clock int64, describe func(Line) (string, bool), args []string) *Proc {
+	return &Proc{h: h, Name: name, Lane: lane, Prog: prog, Args: args, Clock: clock, describe: describe,
 		Logs: h.logName(strings.TrimSuffix(prog+"-"+name, "-"+prog)), notify: make(chan struct{}), done: make(chan struct{}), code: -1}
+}
+
+// launch starts p as argv (the program itself, or a tracer running it) and
+// reads its stdout; traced, when not "", names the trace for the story.
+func (h *Harness) launch(p *Proc, argv []string, traced string) {
+	name := p.Name
 	// Not CommandContext: the harness ends its processes itself (Kill, or
 	// cleanup at the end of the step), so that it knows who killed whom.
-	p.cmd = exec.Command(filepath.Join(h.Bin, prog), args...)
+	p.cmd = exec.Command(argv[0], argv[1:]...)
 	p.cmd.Dir = h.Dir
 	// Its own process group, so that a kill reaches whatever it forked too: a
 	// child left holding stdout would otherwise keep the harness waiting for
@@ -94,7 +107,7 @@ func (h *Harness) start(name, lane, prog string, clock int64, describe func(Line
 	}
 	p.cmd.Stderr = &p.stderr
 	if err := p.cmd.Start(); err != nil {
-		h.Fatalf("start "+name, "the process starts", "nothing can be checked without it", "%s: %v", cmdline(prog, args), err)
+		h.Fatalf("start "+name, "the process starts", "nothing can be checked without it", "%s: %v", cmdline(p.Prog, p.Args), err)
 	}
 	h.keepLog(p.Logs, func() ([]byte, []byte) {
 		var out bytes.Buffer
@@ -114,10 +127,14 @@ func (h *Harness) start(name, lane, prog string, clock int64, describe func(Line
 	h.mu.Lock()
 	h.procs = append(h.procs, p)
 	h.mu.Unlock()
-	h.Event(lane, "start", "start "+name, clock, false)
-	h.Narrate("$ %s &  (%s, pid %d)", cmdline(prog, args), name, p.Pid)
+	if traced == "" {
+		h.Event(p.Lane, "start", "start "+name, p.Clock, false)
+		h.Narrate("$ %s &  (%s, pid %d)", cmdline(p.Prog, p.Args), name, p.Pid)
+	} else {
+		h.Event(p.Lane, "start", "start "+name+" (traced)", p.Clock, false)
+		h.Narrate("$ strace … %s &  (%s, pid %d; trace %s)", cmdline(p.Prog, p.Args), name, p.Pid, traced)
+	}
 	go p.read(stdout)
-	return p
 }
 
 func (p *Proc) read(stdout io.Reader) {

@@ -2,7 +2,6 @@ package labsteps
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
 )
 
@@ -133,24 +132,7 @@ func orNone(s []string) string {
 
 // startTracedSender is StartSender under strace, with extra flags.
 func (h *Harness) startTracedSender(name string, o SenderOpts, calls []string, extra ...string) *Traced {
-	mode := o.Mode
-	if mode == "" {
-		mode = "run-once"
-	}
-	args := []string{mode, "--db", h.DB, "--url", o.URL, "--owner", name, "--json"}
-	if o.Now >= 0 {
-		args = append(args, "--now-ms", strconv.FormatInt(o.Now, 10))
-	}
-	if o.LeaseMs > 0 {
-		args = append(args, "--lease-ms", strconv.FormatInt(o.LeaseMs, 10))
-	}
-	if o.TimeoutMs > 0 {
-		args = append(args, "--timeout-ms", strconv.FormatInt(o.TimeoutMs, 10))
-	}
-	clock := o.Now
-	if clock < 0 {
-		clock = noClock
-	}
+	args, clock := h.senderArgs(name, o)
 	return h.startTraced(name, name, "sender", clock, describeSenderEvent, calls, append(args, extra...)...)
 }
 

@@ -5,11 +5,9 @@ import (
 	"fmt"
 	"hash/fnv"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"snacklab/internal/systrace"
@@ -51,40 +49,13 @@ func (h *Harness) requireStrace(what string) {
 }
 
 // startTraced is start under strace, recording calls (with timestamps).
-// (It mirrors Harness.start; the two differ only in the command they run.)
 func (h *Harness) startTraced(name, lane, prog string, clock int64, describe func(Line) (string, bool), calls []string, args ...string) *Traced {
 	h.requireStrace("start " + name + " under strace")
-	p := &Proc{h: h, Name: name, Lane: lane, Prog: prog, Args: args, Clock: clock, describe: describe,
-		Logs: h.logName(strings.TrimSuffix(prog+"-"+name, "-"+prog)), notify: make(chan struct{}), done: make(chan struct{}), code: -1}
+	p := h.newProc(name, lane, prog, clock, describe, args)
 	t := &Traced{Proc: p, TraceFile: filepath.Join(h.Dir, filepath.Base(p.Logs)+".trace"), db: h.kernelPath(h.DB)}
 	argv := systrace.Args(systrace.Options{Out: t.TraceFile, Trace: calls, Timestamps: true, StringLimit: 48},
 		filepath.Join(h.Bin, prog), args...)
-	p.cmd = exec.Command(argv[0], argv[1:]...)
-	p.cmd.Dir = h.Dir
-	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	stdout, err := p.cmd.StdoutPipe()
-	if err != nil {
-		h.Fatalf("start "+name, "the process starts", "nothing can be checked without it", "%v", err)
-	}
-	p.cmd.Stderr = &p.stderr
-	if err := p.cmd.Start(); err != nil {
-		h.Fatalf("start "+name, "the process starts under strace", "nothing can be checked without it", "%s: %v", cmdline(prog, args), err)
-	}
-	h.keepLog(p.Logs, func() ([]byte, []byte) {
-		p.waitDone(h.Limits.Drain)
-		var out strings.Builder
-		for _, l := range p.Lines() {
-			out.WriteString(l.Text + "\n")
-		}
-		return []byte(out.String()), p.stderr.Bytes()
-	})
-	p.Pid = p.cmd.Process.Pid
-	h.mu.Lock()
-	h.procs = append(h.procs, p)
-	h.mu.Unlock()
-	h.Event(lane, "start", "start "+name+" (traced)", clock, false)
-	h.Narrate("$ strace … %s &  (%s, pid %d; trace %s)", cmdline(prog, args), name, p.Pid, t.TraceFile)
-	go p.read(stdout)
+	h.launch(p, argv, t.TraceFile)
 	return t
 }
 

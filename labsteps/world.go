@@ -153,11 +153,17 @@ type SenderOpts struct {
 
 // StartSender launches sender NAME (also its --owner and its timeline lane).
 func (h *Harness) StartSender(name string, o SenderOpts) *Proc {
+	args, clock := h.senderArgs(name, o)
+	return h.start(name, name, "sender", clock, describeSenderEvent, args...)
+}
+
+// senderArgs is sender NAME's command line for o and the clock it runs under.
+func (h *Harness) senderArgs(name string, o SenderOpts) (args []string, clock int64) {
 	mode := o.Mode
 	if mode == "" {
 		mode = "run-once"
 	}
-	args := []string{mode, "--db", h.DB, "--url", o.URL, "--owner", name, "--json"}
+	args = []string{mode, "--db", h.DB, "--url", o.URL, "--owner", name, "--json"}
 	if o.Now >= 0 {
 		args = append(args, "--now-ms", strconv.FormatInt(o.Now, 10))
 	}
@@ -170,11 +176,11 @@ func (h *Harness) StartSender(name string, o SenderOpts) *Proc {
 	if o.ExitAfterReceipt > 0 {
 		args = append(args, "--exit-after-receipt", strconv.Itoa(o.ExitAfterReceipt))
 	}
-	clock := o.Now
+	clock = o.Now
 	if clock < 0 {
 		clock = noClock
 	}
-	return h.start(name, name, "sender", clock, describeSenderEvent, args...)
+	return args, clock
 }
 
 func describeSenderEvent(l Line) (string, bool) {

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -77,26 +76,16 @@ func runCrash(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		cfg.Seed = time.Now().UnixNano() % 1_000_000
 	}
 	var err error
-	if cfg.Bin == "" {
-		exe, err := os.Executable()
-		if err != nil {
-			return err
+	if cfg.Bin, err = resolveBin(cfg.Bin); err != nil {
+		var u usageErr
+		if errors.As(err, &u) {
+			return usageErr{"crash: " + u.msg}
 		}
-		cfg.Bin = filepath.Dir(exe)
-	}
-	if cfg.Bin, err = filepath.Abs(cfg.Bin); err != nil {
 		return err
 	}
-	if err := labsteps.CheckBin(cfg.Bin); err != nil {
-		return usageErr{"crash: " + err.Error()}
-	}
 	// Check the output paths before minutes of work.
-	for _, p := range []string{results, junit, html, jsonOut} {
-		if p != "" && p != "-" {
-			if _, err := os.Stat(filepath.Dir(p)); err != nil {
-				return usageErr{fmt.Sprintf("crash: cannot write %s: %v", p, err)}
-			}
-		}
+	if err := checkOutputs(map[string]string{"results": results, "junit": junit, "html": html, "json": jsonOut}); err != nil {
+		return err
 	}
 	fmt.Fprintf(stdout, "snacklab lab crash: %s (soak seed %d, %d kills)\n", cfg.Bin, cfg.Seed, cfg.Kills)
 	tty := false

@@ -17,7 +17,7 @@ func TestCrashUsageErrors(t *testing.T) {
 		{"unknown program", []string{"crash", "--program", "queue"}, "lab: crash: --program queue: want enqueue,sender,receiver,redrive,finish, or none. Try: lab crash --program receiver\n"},
 		{"replay without a program", []string{"crash", "--at", "3"}, "lab: crash: --at replays a crash point of one program. Try: lab crash --program finish --at 3\n"},
 		{"negative kills", []string{"crash", "--kills", "-1"}, "lab: crash: --kills and --at must be >= 0. Try: lab crash --kills 1000\n"},
-		{"unwritable report", []string{"crash", "--results", "/nonexistent/r.json"}, "lab: crash: cannot write /nonexistent/r.json: stat /nonexistent: no such file or directory\n"},
+		{"unwritable report", []string{"crash", "--results", "/nonexistent/r.json"}, "lab: --results /nonexistent/r.json: directory /nonexistent does not exist; create it or choose another path. Nothing was run\n"},
 		{"stray argument", []string{"crash", "8"}, "lab: crash: unexpected \"8\". Try: lab crash --program sender --at 3\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

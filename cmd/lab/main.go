@@ -12,7 +12,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"sort"
 	"strings"
 	"syscall"
@@ -154,18 +153,8 @@ func runSteps(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := checkOutputs(map[string]string{"results": o.results, "junit": o.junit, "html": o.html}); err != nil {
 		return err
 	}
-	if o.bin == "" {
-		exe, err := os.Executable()
-		if err != nil {
-			return err
-		}
-		o.bin = filepath.Dir(exe)
-	}
-	if o.bin, err = filepath.Abs(o.bin); err != nil {
+	if o.bin, err = resolveBin(o.bin); err != nil {
 		return err
-	}
-	if err := labsteps.CheckBin(o.bin); err != nil {
-		return usageErr{err.Error()}
 	}
 	cfg := labsteps.Config{Bin: o.bin, WorkRoot: o.workRoot, Keep: o.keep, StepTimeout: o.timeout, Parallel: o.parallel}
 	cal := calibrate(ctx, cfg, stdout)

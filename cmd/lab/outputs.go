@@ -2,8 +2,11 @@ package main
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
+	"snacklab/labsteps"
 )
 
 // checkOutputs refuses report paths that cannot be written, before any step
@@ -14,9 +17,9 @@ import (
 // passes) is taken as it is. A new path's directory must exist and take a
 // new file.
 func checkOutputs(flags map[string]string) error {
-	for _, name := range []string{"results", "junit", "html"} {
+	for _, name := range slices.Sorted(maps.Keys(flags)) {
 		path := flags[name]
-		if path == "" {
+		if path == "" || path == "-" {
 			continue
 		}
 		if fi, err := os.Stat(path); err == nil {
@@ -45,4 +48,24 @@ func checkOutputs(flags map[string]string) error {
 		os.Remove(f.Name())
 	}
 	return nil
+}
+
+// resolveBin is the directory of the executables under test: bin, or the
+// directory of this program when bin is "", made absolute and checked.
+func resolveBin(bin string) (string, error) {
+	if bin == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return "", err
+		}
+		bin = filepath.Dir(exe)
+	}
+	bin, err := filepath.Abs(bin)
+	if err != nil {
+		return "", err
+	}
+	if err := labsteps.CheckBin(bin); err != nil {
+		return "", usageErr{err.Error()}
+	}
+	return bin, nil
 }
