@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -25,6 +26,23 @@ var migrate12SQL string
 
 //go:embed migrate_2_3.sql
 var migrate23SQL string
+
+//go:embed migrate_3_4.sql
+var migrate34SQL string
+
+// jobsTable and jobsIndexes are schema.sql's definition of the jobs table and
+// its indexes, which migrate_3_4.sql rebuilds; taken from schema.sql so that
+// a migrated file and a new one cannot differ.
+var jobsTable, jobsIndexes = func() (string, string) {
+	start := strings.Index(schemaSQL, "CREATE TABLE jobs (")
+	end := strings.Index(schemaSQL, "-- One row per redrive")
+	if start < 0 || end < start {
+		panic("queue: schema.sql no longer defines the jobs table before the redrives")
+	}
+	def := schemaSQL[start:end]
+	split := strings.Index(def, "WITHOUT ROWID;") + len("WITHOUT ROWID;")
+	return def[:split], def[split:]
+}()
 
 // inspect looks at the file before SQLite does, so that what is plainly not
 // a queue file is refused with a clear message and without SQLite touching
@@ -146,11 +164,22 @@ func checkTables(ctx context.Context, db queryer) error {
 	return nil
 }
 
-// migrate brings a version 1 or 2 queue file to version 3 in one immediate
-// transaction (a version 1 file through 2); a concurrent opener that did it
-// first leaves nothing to do.
+// migrate brings a version 1, 2 or 3 queue file to version 4 in one
+// immediate transaction (an older file through each version between); a
+// concurrent opener that did it first leaves nothing to do. Foreign keys are
+// off on the connection while the jobs table is rebuilt and checked before
+// the commit, as SQLite documents for changing a table.
 func (q *Queue) migrate(ctx context.Context) error {
-	tx, err := q.db.BeginTx(ctx, nil)
+	conn, err := q.db.Conn(ctx)
+	if err != nil {
+		return classify(err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, "PRAGMA foreign_keys = OFF"); err != nil {
+		return classify(err)
+	}
+	defer conn.ExecContext(context.WithoutCancel(ctx), "PRAGMA foreign_keys = ON")
+	tx, err := conn.BeginTx(ctx, nil)
 	if err != nil {
 		return classify(err)
 	}
@@ -162,17 +191,31 @@ func (q *Queue) migrate(ctx context.Context) error {
 	if m.version == SchemaVersion && m.appID == ApplicationID {
 		return nil
 	}
+	var steps []string
 	switch {
 	case m.version == 1 && m.appID == 0:
-		if _, err := tx.ExecContext(ctx, migrate12SQL); err != nil {
-			return fmt.Errorf("migrate schema 1 to 2: %w", classify(err))
-		}
+		steps = []string{migrate12SQL, migrate23SQL}
 	case m.version == 2 && m.appID == ApplicationID:
+		steps = []string{migrate23SQL}
+	case m.version == 3 && m.appID == ApplicationID:
 	default:
 		return fmt.Errorf("%w: schema version %d with application_id %#x changed while opening", ErrNotQueue, m.version, m.appID)
 	}
-	if _, err := tx.ExecContext(ctx, migrate23SQL); err != nil {
-		return fmt.Errorf("migrate schema 2 to 3: %w", classify(err))
+	steps = append(steps, strings.Replace(jobsTable, "CREATE TABLE jobs (", "CREATE TABLE jobs_v4 (", 1),
+		migrate34SQL, jobsIndexes)
+	for i, step := range steps {
+		if _, err := tx.ExecContext(ctx, step); err != nil {
+			return fmt.Errorf("migrate schema %d to %d (step %d): %w", m.version, SchemaVersion, i+1, classify(err))
+		}
+	}
+	rows, err := tx.QueryContext(ctx, "PRAGMA foreign_key_check")
+	if err != nil {
+		return classify(err)
+	}
+	broken := rows.Next()
+	rows.Close()
+	if broken {
+		return fmt.Errorf("migrate schema %d to %d: %w: a redrive or investigation names no job", m.version, SchemaVersion, ErrNotQueue)
 	}
 	return classify(tx.Commit())
 }

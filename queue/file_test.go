@@ -41,6 +41,17 @@ func writeV2(t *testing.T, path string) {
 	writeSchema(t, path, string(schema))
 }
 
+// writeV3 makes a version 3 queue file as the third release did (a rowid
+// jobs table without closed_at), with one job.
+func writeV3(t *testing.T, path string) {
+	t.Helper()
+	schema, err := os.ReadFile("testdata/schema_v3.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeSchema(t, path, string(schema))
+}
+
 func writeSchema(t *testing.T, path, schema string) {
 	t.Helper()
 	db, err := sql.Open("sqlite", path+"?_journal_mode=DELETE")
@@ -55,6 +66,37 @@ func writeSchema(t *testing.T, path, schema string) {
 		VALUES ('v1-job', 7, 5, 1000, 2000, 1000, 1000, 1000)`); err != nil {
 		t.Fatal(err)
 	}
+	// A dead job, looked at, and a done one that was redriven once: the rows
+	// that name a job must survive a rebuild of the jobs table.
+	if _, err := db.Exec(`INSERT INTO jobs (id, qty, state, reason, attempts, max_attempts, token,
+		    available_at, deadline_at, deadline_window_ms, created_at, updated_at)
+		VALUES ('v1-dead', 3, 'dead', 'permanent', 1, 5, 1, 900, 1900, 1000, 900, 950),
+		       ('v1-done', 4, 'done', NULL, 1, 5, 2, 800, 1800, 1000, 700, 850);
+		INSERT INTO investigations (job_id, at_ms, note) VALUES ('v1-dead', 960, 'looked');
+		INSERT INTO redrives (job_id, prev_token, prev_reason, at_ms, note) VALUES ('v1-done', 1, 'permanent', 800, 'again')`); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// schemaOf is a file's schema as SQLite reads it: every column of every
+// table, and every index with its definition.
+func schemaOf(t *testing.T, path string) string {
+	t.Helper()
+	db, err := sql.Open("sqlite", path+"?mode=ro")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var s string
+	if err := db.QueryRow(`SELECT group_concat(line, char(10)) FROM (
+		    SELECT m.name || '.' || c.name || ' ' || c.type || ' notnull=' || c."notnull" || ' pk=' || c.pk AS line
+		    FROM sqlite_schema m, pragma_table_xinfo(m.name) c WHERE m.type = 'table'
+		    UNION ALL SELECT 'index ' || name || ': ' || sql FROM sqlite_schema WHERE type = 'index' AND sql IS NOT NULL
+		    UNION ALL SELECT 'table ' || name || ' without rowid: ' || (sql LIKE '%WITHOUT ROWID%') FROM sqlite_schema WHERE type = 'table'
+		    ORDER BY line)`).Scan(&s); err != nil {
+		t.Fatal(err)
+	}
+	return s
 }
 
 func mark(t *testing.T, path string) (appID, version int64) {
@@ -127,15 +169,28 @@ func indexes(t *testing.T, path string) string {
 	return names
 }
 
-// TestOlderVersionsMigrateToTheLiveIndexes: a version 1 or 2 file is read as it
-// is read-only, and the first writable open leaves the live indexes only, with
-// the jobs kept and the queue working.
-func TestOlderVersionsMigrateToTheLiveIndexes(t *testing.T) {
+// TestOlderVersionsMigrateToTheCurrentSchema: a version 1, 2 or 3 file is
+// read as it is read-only, and the first writable open gives it exactly the
+// schema of a new file, with every job and every row that names one kept
+// (closed_at filled in for the done and dead ones) and the queue working.
+func TestOlderVersionsMigrateToTheCurrentSchema(t *testing.T) {
 	ctx := context.Background()
+	fresh := filepath.Join(t.TempDir(), "new.db")
+	q, err := queue.Open(fresh, queue.Options{Create: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q.Close()
+	want := schemaOf(t, fresh)
 	for _, c := range []struct {
-		name  string
-		write func(*testing.T, string)
-	}{{"version 1", writeV1}, {"version 2", writeV2}} {
+		name    string
+		write   func(*testing.T, string)
+		indexes string
+	}{
+		{"version 1", writeV1, "jobs_claim jobs_deadline jobs_lease sqlite_autoindex_jobs_1"},
+		{"version 2", writeV2, "jobs_claim jobs_deadline jobs_lease sqlite_autoindex_jobs_1"},
+		{"version 3", writeV3, "jobs_live jobs_pending_deadline sqlite_autoindex_jobs_1"},
+	} {
 		t.Run(c.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "old.db")
 			c.write(t, path)
@@ -147,19 +202,39 @@ func TestOlderVersionsMigrateToTheLiveIndexes(t *testing.T) {
 				t.Fatalf("read-only Get = %+v, %v; want the job with qty 7", j, err)
 			}
 			ro.Close()
-			if got, want := indexes(t, path), "jobs_claim jobs_deadline jobs_lease sqlite_autoindex_jobs_1"; got != want {
-				t.Fatalf("indexes after a read-only open = %q, want %q (unchanged)", got, want)
+			if got := indexes(t, path); got != c.indexes {
+				t.Fatalf("indexes after a read-only open = %q, want %q (unchanged)", got, c.indexes)
 			}
 			q, err := queue.Open(path, queue.Options{})
 			if err != nil {
 				t.Fatalf("writable Open: %v", err)
 			}
 			defer q.Close()
-			if got, want := indexes(t, path), "jobs_live jobs_pending_deadline sqlite_autoindex_jobs_1"; got != want {
-				t.Fatalf("indexes after a writable open = %q, want %q", got, want)
+			if got := schemaOf(t, path); got != want {
+				t.Fatalf("schema after a writable open:\n%s\nwant that of a new file:\n%s", got, want)
 			}
 			if id, v := mark(t, path); id != queue.ApplicationID || v != queue.SchemaVersion {
 				t.Fatalf("mark = %#x version %d, want %#x and %d", id, v, queue.ApplicationID, queue.SchemaVersion)
+			}
+			db, err := sql.Open("sqlite", path+"?mode=ro")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			var closed, rows string
+			if err := db.QueryRow(`SELECT group_concat(id || '=' || coalesce(closed_at, 'NULL'), ' ')
+				FROM (SELECT id, closed_at FROM jobs ORDER BY id)`).Scan(&closed); err != nil {
+				t.Fatal(err)
+			}
+			if want := "v1-dead=950 v1-done=850 v1-job=NULL"; closed != want {
+				t.Errorf("closed_at after the migration: %s, want %s", closed, want)
+			}
+			if err := db.QueryRow(`SELECT (SELECT group_concat(job_id) FROM redrives) || ' ' ||
+				(SELECT group_concat(job_id) FROM investigations)`).Scan(&rows); err != nil {
+				t.Fatal(err)
+			}
+			if want := "v1-done v1-dead"; rows != want {
+				t.Errorf("redrives and investigations after the migration name %q, want %q", rows, want)
 			}
 			j, ok, err := q.Claim(ctx, "A", 1000, 500)
 			if err != nil || !ok || j.ID != "v1-job" || j.Token != 1 {
@@ -167,6 +242,9 @@ func TestOlderVersionsMigrateToTheLiveIndexes(t *testing.T) {
 			}
 			if j, applied, err := q.Finish(ctx, j.ID, j.Token, queue.OutcomeOK, 1001); err != nil || !applied || j.State != queue.Done {
 				t.Fatalf("Finish after the migration = %+v, %v, %v; want done", j, applied, err)
+			}
+			if j, _, err := q.Redrive(ctx, "v1-dead", "back", 1002); err != nil || j.State != queue.Pending {
+				t.Fatalf("Redrive after the migration = %+v, %v; want pending", j, err)
 			}
 		})
 	}

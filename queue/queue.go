@@ -22,6 +22,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"sync"
 	"time"
 
 	"modernc.org/sqlite"
@@ -29,10 +30,10 @@ import (
 )
 
 // SchemaVersion is the PRAGMA user_version this package writes. Version 1
-// files (the same tables, unmarked) and version 2 files (the same tables,
-// other indexes) are read as they are and migrated on the first write
-// (migrate_1_2.sql, migrate_2_3.sql).
-const SchemaVersion = 3
+// files (the same tables, unmarked), version 2 files (the same tables, other
+// indexes) and version 3 files (a rowid jobs table without closed_at) are
+// read as they are and migrated on the first write (migrate_*.sql).
+const SchemaVersion = 4
 
 // ApplicationID ("snkq") is the PRAGMA application_id that marks a snacklab
 // queue file, so another application's SQLite file is refused rather than
@@ -260,6 +261,64 @@ type Options struct {
 type Queue struct {
 	db   *sql.DB
 	path string
+
+	mu    sync.Mutex
+	stmts map[string]*sql.Stmt // by query text; see stmt
+}
+
+// statement is a prepared statement, or a query to be prepared at its call.
+type statement interface {
+	ExecContext(ctx context.Context, args ...any) (sql.Result, error)
+	QueryRowContext(ctx context.Context, args ...any) *sql.Row
+}
+
+// stmt returns query prepared once for the life of q. SQLite parses and
+// plans a statement each time it is prepared, which costs a long-running
+// writer such as `sender run` about as much as a page written per statement;
+// a statement prepared once costs that once. When the preparation fails the
+// query runs unprepared, to fail again with its error where it is used. Call
+// it outside a transaction (the one connection is the transaction's) and
+// bind the result to the transaction with inTx.
+func (q *Queue) stmt(ctx context.Context, query string) statement {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if s, ok := q.stmts[query]; ok {
+		return s
+	}
+	s, err := q.db.PrepareContext(ctx, query)
+	if err != nil {
+		return unprepared{q.db, query}
+	}
+	if q.stmts == nil {
+		q.stmts = map[string]*sql.Stmt{}
+	}
+	q.stmts[query] = s
+	return s
+}
+
+// inTx binds a statement from stmt to tx.
+func inTx(ctx context.Context, tx *sql.Tx, s statement) statement {
+	if ps, ok := s.(*sql.Stmt); ok {
+		return tx.StmtContext(ctx, ps)
+	}
+	return unprepared{tx, s.(unprepared).query}
+}
+
+// unprepared runs a query on a *sql.DB or *sql.Tx as a statement would.
+type unprepared struct {
+	c interface {
+		ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+		QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+	}
+	query string
+}
+
+func (u unprepared) ExecContext(ctx context.Context, args ...any) (sql.Result, error) {
+	return u.c.ExecContext(ctx, u.query, args...)
+}
+
+func (u unprepared) QueryRowContext(ctx context.Context, args ...any) *sql.Row {
+	return u.c.QueryRowContext(ctx, u.query, args...)
 }
 
 // Open opens the queue file at path, checks the file's header, the
@@ -350,7 +409,7 @@ func (q *Queue) check(opts Options) error {
 	switch {
 	case m.version == SchemaVersion && m.appID == ApplicationID:
 		return checkTables(ctx, q.db)
-	case m.version == 1 && m.appID == 0, m.version == 2 && m.appID == ApplicationID:
+	case m.version == 1 && m.appID == 0, (m.version == 2 || m.version == 3) && m.appID == ApplicationID:
 		if err := checkTables(ctx, q.db); err != nil {
 			return err
 		}
@@ -398,7 +457,15 @@ func classify(err error) error {
 }
 
 // Close closes the file.
-func (q *Queue) Close() error { return q.db.Close() }
+func (q *Queue) Close() error {
+	q.mu.Lock()
+	for _, s := range q.stmts {
+		s.Close()
+	}
+	q.stmts = nil
+	q.mu.Unlock()
+	return q.db.Close()
+}
 
 // JournalMode reads the journal mode back, so labs can show it is a rollback journal.
 func (q *Queue) JournalMode(ctx context.Context) (string, error) {
@@ -443,11 +510,11 @@ func (q *Queue) Enqueue(ctx context.Context, nj NewJob, now int64) (job Job, dup
 	// One statement: the insert either happens or, for an existing id, does
 	// nothing. Rows are never deleted and qty never changes, so the read that
 	// follows a no-op insert sees the row that blocked it.
-	row := q.db.QueryRowContext(ctx, `INSERT INTO jobs
+	row := q.stmt(ctx, `INSERT INTO jobs
 		(id, qty, max_attempts, available_at, deadline_at, deadline_window_ms, created_at, updated_at)
 		VALUES (?1, ?2, ?3, ?4, ?4 + ?5, ?5, ?4, ?4)
 		ON CONFLICT (id) DO NOTHING
-		RETURNING `+jobCols, nj.ID, nj.Qty, nj.MaxAttempts, now, nj.DeadlineWindowMs)
+		RETURNING `+jobCols).QueryRowContext(ctx, nj.ID, nj.Qty, nj.MaxAttempts, now, nj.DeadlineWindowMs)
 	job, err = scanJob(row)
 	if err == nil {
 		return job, false, nil
@@ -490,44 +557,47 @@ func (q *Queue) Claim(ctx context.Context, owner string, now, leaseMs int64) (jo
 		return Job{}, false, err
 	}
 	// BEGIN SOLUTION claim: in one immediate transaction, quarantine spent jobs, then lease the first due job with attempts+1 and token+1 (CONTRACT.md §2 claim)
+	// The quarantine writes only when something is spent: the look is two
+	// seeks, in jobs_due and jobs_last_lease (schema.sql), whose WHERE terms
+	// the queries here repeat so that SQLite uses them. A live job at its
+	// deadline is spent unless it holds a lease still running.
+	look := q.stmt(ctx, `SELECT EXISTS (SELECT 1 FROM jobs
+		    WHERE closed_at IS NULL AND deadline_at <= ?1 AND (state = 'pending' OR lease_until <= ?1))
+		OR EXISTS (SELECT 1 FROM jobs
+		    WHERE closed_at IS NULL AND attempts >= max_attempts AND lease_until <= ?1)`)
+	sweep := q.stmt(ctx, `UPDATE jobs SET state = 'dead',
+			reason = CASE WHEN state = 'leased' AND attempts >= max_attempts THEN 'exhausted' ELSE 'deadline' END,
+			owner = NULL, lease_until = NULL, updated_at = ?1, closed_at = ?1
+			WHERE id IN (SELECT id FROM jobs WHERE closed_at IS NULL AND deadline_at <= ?1
+			                 AND (state = 'pending' OR lease_until <= ?1)
+			             UNION ALL
+			             SELECT id FROM jobs WHERE closed_at IS NULL AND attempts >= max_attempts
+			                 AND lease_until <= ?1)`)
+	// The first claimable job in jobs_open's order: a pending job is due
+	// when its available_at is, a leased one when its lease has run out (a
+	// lease always starts at or after the job's available_at). The grant
+	// sets no column jobs_open or jobs_due names, so it moves neither.
+	grant := q.stmt(ctx, `UPDATE jobs SET state = 'leased',
+		owner = ?2, lease_until = ?1 + ?3, attempts = attempts + 1, token = token + 1, updated_at = ?1
+		WHERE id = (SELECT id FROM jobs
+		            WHERE closed_at IS NULL AND available_at <= ?1 AND (state = 'pending' OR lease_until <= ?1)
+		            ORDER BY available_at, id LIMIT 1)
+		RETURNING `+jobCols)
 	tx, err := q.db.BeginTx(ctx, nil)
 	if err != nil {
 		return Job{}, false, fmt.Errorf("claim: %w", classify(err))
 	}
 	defer tx.Rollback()
-	// The quarantine writes only when something is spent; the look reads
-	// jobs_pending_deadline and jobs_live (schema.sql), whose WHERE terms the
-	// queries here repeat exactly so that SQLite uses them.
 	var spent bool
-	if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM jobs
-		    WHERE state = 'pending' AND deadline_at <= ?1)
-		OR EXISTS (SELECT 1 FROM jobs
-		    WHERE state IN ('pending', 'leased') AND state = 'leased' AND lease_until <= ?1
-		      AND (attempts >= max_attempts OR deadline_at <= ?1))`, now).Scan(&spent); err != nil {
+	if err := inTx(ctx, tx, look).QueryRowContext(ctx, now).Scan(&spent); err != nil {
 		return Job{}, false, fmt.Errorf("claim: look for spent jobs: %w", classify(err))
 	}
 	if spent {
-		if _, err := tx.ExecContext(ctx, `UPDATE jobs SET state = 'dead',
-			reason = CASE WHEN state = 'leased' AND attempts >= max_attempts THEN 'exhausted' ELSE 'deadline' END,
-			owner = NULL, lease_until = NULL, updated_at = ?1
-			WHERE state IN ('pending', 'leased')
-			  AND ((state = 'leased' AND lease_until <= ?1 AND (attempts >= max_attempts OR deadline_at <= ?1))
-			    OR (state = 'pending' AND deadline_at <= ?1))`, now); err != nil {
+		if _, err := inTx(ctx, tx, sweep).ExecContext(ctx, now); err != nil {
 			return Job{}, false, fmt.Errorf("claim: quarantine spent jobs: %w", classify(err))
 		}
 	}
-	job, err = scanJob(tx.QueryRowContext(ctx, `UPDATE jobs SET state = 'leased',
-		owner = ?2, lease_until = ?1 + ?3, attempts = attempts + 1, token = token + 1, updated_at = ?1
-		WHERE id = (SELECT id FROM (
-		              SELECT * FROM (SELECT id, available_at FROM jobs
-		                             WHERE state IN ('pending', 'leased') AND state = 'pending' AND available_at <= ?1
-		                             ORDER BY available_at, id LIMIT 1)
-		              UNION ALL
-		              SELECT * FROM (SELECT id, available_at FROM jobs
-		                             WHERE state IN ('pending', 'leased') AND state = 'leased' AND lease_until <= ?1
-		                             ORDER BY available_at, id LIMIT 1))
-		            ORDER BY available_at, id LIMIT 1)
-		RETURNING `+jobCols, now, owner, leaseMs))
+	job, err = scanJob(inTx(ctx, tx, grant).QueryRowContext(ctx, now, owner, leaseMs))
 	if errors.Is(err, sql.ErrNoRows) {
 		// Commit anyway: quarantining spent jobs is progress worth keeping.
 		return Job{}, false, classify(tx.Commit())
@@ -564,10 +634,10 @@ func (q *Queue) Finish(ctx context.Context, id string, token int64, outcome Outc
 		if outcome == OutcomePermanent {
 			state, reason = Dead, ReasonPermanent
 		}
-		job, err = scanJob(q.db.QueryRowContext(ctx, `UPDATE jobs SET state = ?3, reason = nullif(?4, ''),
-			owner = NULL, lease_until = NULL, updated_at = ?5
+		job, err = scanJob(q.stmt(ctx, `UPDATE jobs SET state = ?3, reason = nullif(?4, ''),
+			owner = NULL, lease_until = NULL, updated_at = ?5, closed_at = ?5
 			WHERE id = ?1 AND state = 'leased' AND token = ?2
-			RETURNING `+jobCols, id, token, state, reason, now))
+			RETURNING `+jobCols).QueryRowContext(ctx, id, token, state, reason, now))
 		if err == nil {
 			return job, true, nil
 		}
@@ -586,12 +656,18 @@ func (q *Queue) Finish(ctx context.Context, id string, token int64, outcome Outc
 	}
 	// retry needs the attempts and the deadline for the backoff: read, then
 	// update, in one immediate transaction.
+	read := q.stmt(ctx, `SELECT `+jobCols+` FROM jobs WHERE id = ?`)
+	update := q.stmt(ctx, `UPDATE jobs SET state = ?3, reason = nullif(?4, ''),
+		available_at = ?5, owner = NULL, lease_until = NULL, updated_at = ?6,
+		closed_at = CASE WHEN ?3 = 'pending' THEN NULL ELSE ?6 END
+		WHERE id = ?1 AND state = 'leased' AND token = ?2
+		RETURNING `+jobCols)
 	tx, err := q.db.BeginTx(ctx, nil)
 	if err != nil {
 		return Job{}, false, fmt.Errorf("finish %s: %w", id, classify(err))
 	}
 	defer tx.Rollback()
-	job, err = scanJob(tx.QueryRowContext(ctx, `SELECT `+jobCols+` FROM jobs WHERE id = ?`, id))
+	job, err = scanJob(inTx(ctx, tx, read).QueryRowContext(ctx, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return Job{}, false, nil
 	}
@@ -616,10 +692,7 @@ func (q *Queue) Finish(ctx context.Context, id string, token int64, outcome Outc
 			state, availableAt = Pending, next
 		}
 	}
-	job, err = scanJob(tx.QueryRowContext(ctx, `UPDATE jobs SET state = ?3, reason = nullif(?4, ''),
-		available_at = ?5, owner = NULL, lease_until = NULL, updated_at = ?6
-		WHERE id = ?1 AND state = 'leased' AND token = ?2
-		RETURNING `+jobCols, id, token, state, reason, availableAt, now))
+	job, err = scanJob(inTx(ctx, tx, update).QueryRowContext(ctx, id, token, state, reason, availableAt, now))
 	if err != nil {
 		return Job{}, false, fmt.Errorf("finish %s: %w", id, classify(err))
 	}
@@ -666,7 +739,7 @@ func (q *Queue) Redrive(ctx context.Context, id, note string, now int64) (Job, R
 		return Job{}, Redrive{}, fmt.Errorf("redrive %s: audit: %w", id, classify(err))
 	}
 	job, err = scanJob(tx.QueryRowContext(ctx, `UPDATE jobs SET state = 'pending', reason = NULL,
-		attempts = 0, available_at = ?2, deadline_at = ?2 + deadline_window_ms, updated_at = ?2
+		attempts = 0, available_at = ?2, deadline_at = ?2 + deadline_window_ms, updated_at = ?2, closed_at = NULL
 		WHERE id = ?1 AND state = 'dead'
 		RETURNING `+jobCols, id, now))
 	if err != nil {

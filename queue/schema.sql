@@ -1,8 +1,9 @@
--- snacklab queue schema, version 3 (PRAGMA user_version = 3), marked as a
+-- snacklab queue schema, version 4 (PRAGMA user_version = 4), marked as a
 -- snacklab queue by PRAGMA application_id 0x736e6b71 ("snkq"). Version 1 had
 -- the same tables without the mark (migrate_1_2.sql adds it); versions 1 and
--- 2 had three secondary indexes over every job where version 3 has two over
--- the live jobs (migrate_2_3.sql).
+-- 2 had three secondary indexes over every job (migrate_2_3.sql); version 3
+-- had a rowid table without closed_at and two indexes whose terms named
+-- state (migrate_3_4.sql rebuilds the table).
 -- The CHECK constraints restate the rules of CONTRACT.md so that no program,
 -- not even a wrong one, can store a job the contract says cannot exist.
 
@@ -23,27 +24,39 @@ CREATE TABLE jobs (
     deadline_window_ms INTEGER NOT NULL CHECK (deadline_window_ms >= 1),
     created_at         INTEGER NOT NULL,
     updated_at         INTEGER NOT NULL,
+    -- The now at which the job became done or dead (its updated_at then);
+    -- NULL while pending or leased. It repeats what state says so that the
+    -- indexes over live jobs can name it instead of state: SQLite rewrites
+    -- every index whose terms name a column an UPDATE sets, and a claim sets
+    -- state but not closed_at (docs/performance.md).
+    closed_at          INTEGER,
+    CHECK ((closed_at IS NULL) = (state IN ('pending', 'leased'))),
     -- owner and lease exist exactly while leased; a reason exactly while dead.
     CHECK ((state = 'leased') = (owner IS NOT NULL AND lease_until IS NOT NULL)),
     CHECK (state = 'leased' OR (owner IS NULL AND lease_until IS NULL)),
     CHECK ((state = 'dead') = (reason IS NOT NULL)),
     -- a leased job has been granted at least once.
     CHECK (state <> 'leased' OR (token >= 1 AND attempts >= 1))
-) STRICT;
+) STRICT, WITHOUT ROWID;
 
--- Secondary indexes only over the live jobs: done and dead jobs, most of an
--- old file, are in no index but the primary key, so they cost a claim
--- nothing however many there are. jobs_live serves the claim (pending jobs in
--- (available_at, id) order; leased ones with their lease_until). A job's
--- entries move only when its state changes; every page a commit writes is
--- written twice in a rollback journal, so an index must earn its place
--- (docs/performance.md).
-CREATE INDEX jobs_live ON jobs (state, available_at, id, lease_until)
-    WHERE state IN ('pending', 'leased');
--- Serves the claim's look for pending jobs at their deadline, in O(log n)
--- however many pending jobs are due (scanning jobs_live for them cost a
--- millisecond per claim with 1000 due jobs; measured in docs/performance.md).
-CREATE INDEX jobs_pending_deadline ON jobs (deadline_at) WHERE state = 'pending';
+-- The table is keyed by id alone (WITHOUT ROWID: no second b-tree for the
+-- key). Secondary indexes hold only the live jobs (closed_at IS NULL): done
+-- and dead jobs, most of an old file, are in no index but the key, so they
+-- cost a claim nothing however many there are. Every page a commit writes is
+-- written twice in a rollback journal, so each index must earn its place,
+-- and a claim (state, owner, lease_until, attempts, token, updated_at) moves
+-- none of them unless it grants a job its last attempt.
+--
+-- The claim's order: live jobs by (available_at, id); a claim skips the
+-- leases still running, which are few (one per worker).
+CREATE INDEX jobs_open ON jobs (available_at, id) WHERE closed_at IS NULL;
+-- The sweep's look for jobs at their deadline: a seek, however many pending
+-- jobs are due (scanning them cost a millisecond per claim with 1000 due).
+CREATE INDEX jobs_due ON jobs (deadline_at) WHERE closed_at IS NULL;
+-- The sweep's look for spent last attempts: only leased jobs on their last
+-- grant are in it (a pending job always has attempts < max_attempts).
+CREATE INDEX jobs_last_lease ON jobs (lease_until)
+    WHERE closed_at IS NULL AND attempts >= max_attempts;
 
 -- One row per redrive, written in the same transaction as the job's change.
 CREATE TABLE redrives (
@@ -68,4 +81,4 @@ CREATE TABLE investigations (
 CREATE INDEX investigations_job ON investigations (job_id, seq);
 
 PRAGMA application_id = 1936616305;
-PRAGMA user_version = 3;
+PRAGMA user_version = 4;

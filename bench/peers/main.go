@@ -259,9 +259,9 @@ func newSnacklab(path, name string, history int) *system {
 	if history > 0 {
 		db := openDB(path, "delete")
 		_, err := db.Exec(`WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i+1 FROM n WHERE i < ?2)
-			INSERT INTO jobs (id, qty, state, reason, attempts, max_attempts, token, available_at, deadline_at, deadline_window_ms, created_at, updated_at)
+			INSERT INTO jobs (id, qty, state, reason, attempts, max_attempts, token, available_at, deadline_at, deadline_window_ms, created_at, updated_at, closed_at)
 			SELECT printf('h-%07d', i), 7, CASE i % 2 WHEN 0 THEN 'done' ELSE 'dead' END, CASE i % 2 WHEN 0 THEN NULL ELSE 'permanent' END,
-			       1, 5, 1, ?1, ?1 + 3600000, 3600000, ?1, ?1 FROM n`, t0, history)
+			       1, 5, 1, ?1, ?1 + 3600000, 3600000, ?1, ?1, ?1 FROM n`, t0, history)
 		must(err)
 		db.Close()
 	}
