@@ -306,6 +306,7 @@ func TestCheckFindsBrokenInvariants(t *testing.T) {
 		"UPDATE jobs SET reason = 'permanent' WHERE id = 'b'",
 		"UPDATE jobs SET state = 'leased', owner = 'X', lease_until = 5, attempts = 2, token = 1 WHERE id = 'c'",
 		"UPDATE jobs SET available_at = deadline_at WHERE id = 'd'",
+		"UPDATE jobs SET closed_at = 9 WHERE id = 'e'",
 		"INSERT INTO redrives (job_id, prev_token, prev_reason, at_ms, note) VALUES ('ghost', 0, 'permanent', 1, 'T-1')",
 	} {
 		if _, err := db.Exec(s); err != nil {
@@ -328,7 +329,7 @@ func TestCheckFindsBrokenInvariants(t *testing.T) {
 		got = append(got, p.Rule+" "+p.JobID)
 	}
 	for _, want := range []string{"lease-iff-leased a", "reason-iff-dead b", "token-covers-attempts c",
-		"pending-before-deadline d", "audit-points-at-job ghost"} {
+		"pending-before-deadline d", "closed-iff-done-or-dead e", "audit-points-at-job ghost"} {
 		if !strings.Contains(strings.Join(got, "\n"), want) {
 			t.Errorf("Check found %q, want it to include %q", got, want)
 		}

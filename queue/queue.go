@@ -324,7 +324,7 @@ func (u unprepared) QueryRowContext(ctx context.Context, args ...any) *sql.Row {
 // Open opens the queue file at path, checks the file's header, the
 // connection settings, the mark, the schema version and the tables, and
 // refuses a file that is not a queue without writing to it. A writable open
-// of a version 1 or 2 queue migrates it to version 3.
+// of a version 1, 2 or 3 queue migrates it to version 4.
 func Open(path string, opts Options) (*Queue, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
