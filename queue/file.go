@@ -31,8 +31,8 @@ var migrate23SQL string
 var migrate34SQL string
 
 // jobsTable and jobsIndexes are schema.sql's definition of the jobs table and
-// its indexes, which migrate_3_4.sql rebuilds; taken from schema.sql so that
-// a migrated file and a new one cannot differ.
+// of its indexes and triggers, which migrate_3_4.sql rebuilds; taken from
+// schema.sql so that a migrated file and a new one cannot differ.
 var jobsTable, jobsIndexes = func() (string, string) {
 	start := strings.Index(schemaSQL, "CREATE TABLE jobs (")
 	end := strings.Index(schemaSQL, "-- One row per redrive")

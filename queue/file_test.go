@@ -79,7 +79,7 @@ func writeSchema(t *testing.T, path, schema string) {
 }
 
 // schemaOf is a file's schema as SQLite reads it: every column of every
-// table, and every index with its definition.
+// table, and every index and trigger with its definition.
 func schemaOf(t *testing.T, path string) string {
 	t.Helper()
 	db, err := sql.Open("sqlite", path+"?mode=ro")
@@ -91,7 +91,7 @@ func schemaOf(t *testing.T, path string) string {
 	if err := db.QueryRow(`SELECT group_concat(line, char(10)) FROM (
 		    SELECT m.name || '.' || c.name || ' ' || c.type || ' notnull=' || c."notnull" || ' pk=' || c.pk AS line
 		    FROM sqlite_schema m, pragma_table_xinfo(m.name) c WHERE m.type = 'table'
-		    UNION ALL SELECT 'index ' || name || ': ' || sql FROM sqlite_schema WHERE type = 'index' AND sql IS NOT NULL
+		    UNION ALL SELECT type || ' ' || name || ': ' || sql FROM sqlite_schema WHERE type IN ('index', 'trigger') AND sql IS NOT NULL
 		    UNION ALL SELECT 'table ' || name || ' without rowid: ' || (sql LIKE '%WITHOUT ROWID%') FROM sqlite_schema WHERE type = 'table'
 		    ORDER BY line)`).Scan(&s); err != nil {
 		t.Fatal(err)
@@ -306,6 +306,7 @@ func TestCheckFindsBrokenInvariants(t *testing.T) {
 		"UPDATE jobs SET reason = 'permanent' WHERE id = 'b'",
 		"UPDATE jobs SET state = 'leased', owner = 'X', lease_until = 5, attempts = 2, token = 1 WHERE id = 'c'",
 		"UPDATE jobs SET available_at = deadline_at WHERE id = 'd'",
+		"DROP TRIGGER jobs_closed_update", // as in a file another program wrote
 		"UPDATE jobs SET closed_at = 9 WHERE id = 'e'",
 		"INSERT INTO redrives (job_id, prev_token, prev_reason, at_ms, note) VALUES ('ghost', 0, 'permanent', 1, 'T-1')",
 	} {
@@ -425,5 +426,42 @@ func TestReadOnlyAfterACrashedWriterSeesTheLastCommit(t *testing.T) {
 	}
 	if got := st.Counts[queue.Pending]; got != 1 {
 		t.Fatalf("pending after the crash = %d, want 1: only the committed job", got)
+	}
+}
+
+// TestClosedAtFollowsStateWithoutBeingSet: a statement that changes state
+// and knows nothing of closed_at (a learner's) leaves the row as the
+// reference's would, so the live indexes stay right: the job leaves them when
+// it is done or dead and is back in them when it lives again.
+func TestClosedAtFollowsStateWithoutBeingSet(t *testing.T) {
+	q, path := openNew(t)
+	enqueue(t, q, "a", 1, 3, 60_000, t0)
+	q.Close()
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for _, c := range []struct{ stmt, want string }{
+		{"UPDATE jobs SET state = 'leased', owner = 'A', lease_until = 9, attempts = 1, token = 1, updated_at = 5 WHERE id = 'a'", "a leased NULL 1"},
+		{"UPDATE jobs SET state = 'done', owner = NULL, lease_until = NULL, updated_at = 6 WHERE id = 'a'", "a done 6 0"},
+		{"UPDATE jobs SET state = 'pending', updated_at = 7 WHERE id = 'a'", "a pending NULL 1"},
+		{"UPDATE jobs SET closed_at = 3 WHERE id = 'a'", "a pending NULL 1"},
+		{`INSERT INTO jobs (id, qty, state, reason, attempts, max_attempts, token, available_at, deadline_at, deadline_window_ms, created_at, updated_at)
+			VALUES ('b', 1, 'dead', 'permanent', 1, 3, 1, 1, 2, 1, 1, 8)`, "b dead 8 0"},
+	} {
+		if _, err := db.Exec(c.stmt); err != nil {
+			t.Fatalf("%s: %v", c.stmt, err)
+		}
+		id := c.want[:1]
+		var got string
+		if err := db.QueryRow(`SELECT id || ' ' || state || ' ' || coalesce(closed_at, 'NULL') || ' ' ||
+			(SELECT count(*) FROM jobs INDEXED BY jobs_open WHERE closed_at IS NULL AND available_at >= 0 AND id = ?1)
+			FROM jobs WHERE id = ?1`, id).Scan(&got); err != nil {
+			t.Fatal(err)
+		}
+		if got != c.want {
+			t.Errorf("after %s:\n got %q, want %q (id state closed_at in-jobs_open)", c.stmt, got, c.want)
+		}
 	}
 }

@@ -15,7 +15,7 @@ import (
 // TestRandomOperationsKeepTheInvariants drives the queue with random
 // operations on a small set of jobs and checks, after every step, what must
 // never happen: a job or its qty lost, a token going backwards, a stale token
-// changing anything. The seed is printed so a failure can be replayed with
+// changing anything, a rule of queuectl check broken. The seed is printed so a failure can be replayed with
 // SNACKLAB_SEED.
 func TestRandomOperationsKeepTheInvariants(t *testing.T) {
 	seed := uint64(rand.Int64())
@@ -104,6 +104,11 @@ func checkRandomRun(t *testing.T, seed uint64, steps int) {
 			if staleFinish && seen && j != prev {
 				t.Fatalf("step %d %s: a stale finish changed %s: %+v -> %+v", step, op, id, prev, j)
 			}
+		}
+		// The file's own rules, closed_at following state among them
+		// (kept by triggers, so only a check of the file sees it).
+		if problems, n, err := q.Check(ctx, 5); err != nil || n != 0 {
+			t.Fatalf("step %d %s: Check = %v, %d problems, %v", step, op, problems, n, err)
 		}
 		last = cur
 	}

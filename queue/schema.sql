@@ -28,9 +28,10 @@ CREATE TABLE jobs (
     -- NULL while pending or leased. It repeats what state says so that the
     -- indexes over live jobs can name it instead of state: SQLite rewrites
     -- every index whose terms name a column an UPDATE sets, and a claim sets
-    -- state but not closed_at (docs/performance.md).
+    -- state but not closed_at (docs/performance.md). The reference sets it
+    -- with state; a statement that does not (a learner's) has it set by the
+    -- trigger jobs_closed, so it need not know the column exists.
     closed_at          INTEGER,
-    CHECK ((closed_at IS NULL) = (state IN ('pending', 'leased'))),
     -- owner and lease exist exactly while leased; a reason exactly while dead.
     CHECK ((state = 'leased') = (owner IS NOT NULL AND lease_until IS NOT NULL)),
     CHECK (state = 'leased' OR (owner IS NULL AND lease_until IS NULL)),
@@ -57,6 +58,21 @@ CREATE INDEX jobs_due ON jobs (deadline_at) WHERE closed_at IS NULL;
 -- grant are in it (a pending job always has attempts < max_attempts).
 CREATE INDEX jobs_last_lease ON jobs (lease_until)
     WHERE closed_at IS NULL AND attempts >= max_attempts;
+
+-- Puts closed_at right after any insert or update that left it disagreeing
+-- with state, and only then: the reference's own statements never fire it.
+CREATE TRIGGER jobs_closed_update AFTER UPDATE OF state, closed_at ON jobs
+    WHEN (NEW.closed_at IS NULL) <> (NEW.state IN ('pending', 'leased'))
+BEGIN
+    UPDATE jobs SET closed_at = CASE WHEN NEW.state IN ('done', 'dead') THEN NEW.updated_at END
+    WHERE id = NEW.id;
+END;
+CREATE TRIGGER jobs_closed_insert AFTER INSERT ON jobs
+    WHEN (NEW.closed_at IS NULL) <> (NEW.state IN ('pending', 'leased'))
+BEGIN
+    UPDATE jobs SET closed_at = CASE WHEN NEW.state IN ('done', 'dead') THEN NEW.updated_at END
+    WHERE id = NEW.id;
+END;
 
 -- One row per redrive, written in the same transaction as the job's change.
 CREATE TABLE redrives (
