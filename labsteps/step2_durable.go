@@ -74,7 +74,9 @@ func acceptedAfterCommit(h *Harness) {
 }
 
 // durableOrder reads a finished enqueue's trace: the first write to stdout
-// must come after a commit that reached the disk.
+// must come after a commit that reached the disk (systrace.Durable, the
+// judgement lab crash makes too), and that commit must have been a
+// rollback journal's: the -journal deleted after the file was synced.
 func (t *Traced) durableOrder(tr *systrace.Trace) (bool, string) {
 	outs := stdoutWrites(tr)
 	base := filepath.Base(t.db)
@@ -82,28 +84,15 @@ func (t *Traced) durableOrder(tr *systrace.Trace) (bool, string) {
 		return false, "no write to stdout in the trace " + t.TraceFile + "; " + t.observed()
 	}
 	s := outs[0].Seq
-	w, f, u := -1, -1, -1
-	for _, c := range tr.Calls[:s] {
-		switch {
-		case writeCall(c) && c.Path == t.db && c.Ret > 0:
-			w, f, u = c.Seq, -1, -1 // a later write needs its own sync and commit
-		case (c.Name == "fsync" || c.Name == "fdatasync") && c.Path == t.db && c.Ret == 0 && w >= 0 && f < 0:
-			f = c.Seq
-		case (c.Name == "unlink" || c.Name == "unlinkat") && c.Ret == 0 && f >= 0 && u < 0 &&
-			(strings.Contains(c.Args, "/"+base+"-journal\"") || strings.Contains(c.Args, "\""+base+"-journal\"")):
-			u = c.Seq
-		}
-	}
 	where := fmt.Sprintf(" (first write to stdout: call %d, %s; trace %s)", s, callText(outs[0]), t.TraceFile)
+	c, err := systrace.Durable(tr, t.db, s, true)
 	switch {
-	case w < 0:
-		return false, "nothing was written to " + base + " before the acceptance was printed: it was printed before the commit, or inside a transaction still open" + where
-	case f < 0:
-		return false, fmt.Sprintf("%s was last written at call %d but not synced (fsync/fdatasync) before the acceptance was printed: a power cut can lose the order (synchronous=OFF?)%s", base, w, where)
-	case u < 0:
-		return false, fmt.Sprintf("%s was written (call %d) and synced (call %d), but its -journal was not deleted before the acceptance was printed: with a rollback journal, deleting it is the commit%s", base, w, f, where)
+	case err != nil:
+		return false, strings.ReplaceAll(err.Error(), t.db, base) + where
+	case c.JournalGone < 0:
+		return false, fmt.Sprintf("%s was written (call %d) and synced (call %d), but no -journal was deleted after that before the acceptance was printed: with a rollback journal, deleting it is the commit (journal_mode=DELETE)%s", base, c.Write, c.Sync, where)
 	}
-	return true, fmt.Sprintf("last write to %s at call %d, fsync at call %d, journal deleted at call %d, acceptance printed at call %d", base, w, f, u, s)
+	return true, fmt.Sprintf("last write to %s at call %d, fsync at call %d, journal deleted at call %d, acceptance printed at call %d", base, c.Write, c.Sync, c.JournalGone, s)
 }
 
 func crashWhileWaiting(h *Harness) {

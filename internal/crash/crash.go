@@ -291,7 +291,7 @@ func judgeDurable(w *world, st story, k *systrace.Killed) (msg, call string) {
 	if st.name == "receiver" {
 		final = reports[0] // its one response, to an order it applied
 	}
-	if err := systrace.Durable(t, db, final, true); err != nil {
+	if _, err := systrace.Durable(t, db, final, true); err != nil {
 		c := t.Calls[final]
 		return strings.ReplaceAll(err.Error(), w.dir+"/", ""), c.Name + " " + w.role(c.Path)
 	}

@@ -3,6 +3,7 @@ package systrace
 import (
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
 )
 
@@ -29,50 +30,72 @@ var ErrNotDurable = errors.New("reported before the commit reached the disk")
 // of the directory after the journal's removal (synchronous=EXTRA): the
 // contract asks for FULL. It is a pure function of the trace, shared by
 // the lab's durability step and `lab crash`.
-func Durable(t *Trace, db string, report int, wantCommit bool) error {
+func Durable(t *Trace, db string, report int, wantCommit bool) (Commit, error) {
+	c := Commit{Write: -1, Sync: -1, JournalGone: -1}
 	if report < 0 || report >= len(t.Calls) {
-		return fmt.Errorf("durable: no call %d in a trace of %d", report, len(t.Calls))
+		return c, fmt.Errorf("durable: no call %d in a trace of %d", report, len(t.Calls))
 	}
 	journal := db + "-journal"
-	lastDBWrite, lastJournalWrite := -1, -1
+	lastJournalWrite := -1
 	dbSynced, journalGone := true, true
 	committed := false
 	for i := 0; i < report; i++ {
-		c := t.Calls[i]
-		if c.Errno != "" {
+		call := t.Calls[i]
+		if call.Errno != "" {
 			continue
 		}
-		p := CallPath(c)
+		p := CallPath(call)
 		switch {
-		case IsWrite(c.Name) && p == db:
-			lastDBWrite, dbSynced = i, false
-		case IsWrite(c.Name) && p == journal:
+		case IsWrite(call.Name) && sameFile(p, db):
+			c.Write, c.Sync, c.JournalGone, dbSynced = i, -1, -1, false
+		case IsWrite(call.Name) && sameFile(p, journal):
 			lastJournalWrite, journalGone = i, false
-		case IsSync(c.Name) && p == db && !c.Unfinished:
-			if lastDBWrite >= 0 && !dbSynced {
-				committed = true
+		case IsSync(call.Name) && sameFile(p, db) && !call.Unfinished:
+			if c.Write >= 0 && !dbSynced {
+				committed, c.Sync = true, i
 			}
 			dbSynced = true
-		case isRemove(c.Name) && p == journal && !c.Unfinished:
+		case isRemove(call.Name) && sameFile(p, journal) && !call.Unfinished:
 			journalGone = true
+			if c.Sync >= 0 && c.JournalGone < 0 {
+				c.JournalGone = i
+			}
 		}
 	}
 	r := t.Calls[report]
 	at := fmt.Sprintf("the answer (%s #%d)", r.Name, report)
 	switch {
 	case !dbSynced:
-		w := t.Calls[lastDBWrite]
-		return fmt.Errorf("%s came after %s #%d to %s with no fsync/fdatasync of it in between: %w",
-			at, w.Name, lastDBWrite, db, ErrNotDurable)
+		w := t.Calls[c.Write]
+		return c, fmt.Errorf("%s came after %s #%d to %s with no fsync/fdatasync of it in between (synchronous=OFF?): a power cut can lose what it reports: %w",
+			at, w.Name, c.Write, db, ErrNotDurable)
 	case !journalGone:
 		w := t.Calls[lastJournalWrite]
-		return fmt.Errorf("%s came while the journal %s written by %s #%d was still in place (a crash then rolls the transaction back): %w",
+		return c, fmt.Errorf("%s came while the journal %s written by %s #%d was still in place: with a rollback journal, deleting it is the commit, and a crash now rolls the transaction back: %w",
 			at, journal, w.Name, lastJournalWrite, ErrNotDurable)
 	case wantCommit && !committed:
-		return fmt.Errorf("%s came before any write to %s had been synced: no commit had reached the disk: %w",
+		return c, fmt.Errorf("%s came before any write to %s had been synced: no commit had reached the disk (printed before the commit, or inside a transaction still open): %w",
 			at, db, ErrNotDurable)
 	}
-	return nil
+	return c, nil
+}
+
+// Commit is where Durable found the commit an answer came after, as
+// indexes into Trace.Calls (-1 for none): the last write to the database
+// file, the fsync or fdatasync after it, and the journal's removal after
+// that (-1 when the journal was already gone, or never existed).
+type Commit struct{ Write, Sync, JournalGone int }
+
+// sameFile says whether p, a path from a trace, names the file at the
+// absolute path abs. A program may name its files relative to its working
+// directory ("q.db-journal", "./q.db-journal"), which the trace shows as
+// given: such a path names abs when abs ends with it.
+func sameFile(p, abs string) bool {
+	if p == abs {
+		return true
+	}
+	rel := strings.TrimPrefix(p, "./")
+	return rel != "" && !filepath.IsAbs(p) && strings.HasSuffix(abs, "/"+rel)
 }
 
 // IsWrite says whether name is a system call that writes data to a
@@ -99,22 +122,33 @@ func isRemove(name string) bool {
 }
 
 // CallPath is the file a call works on: its descriptor's file, or for
-// calls that take a path (unlink, rename, truncate) the first quoted
-// argument as strace printed it.
+// calls that take a path (unlink, rename, truncate and their *at forms) that
+// path. A trace read from strace has it as the first quoted argument, for the
+// *at forms relative to the directory descriptor strace printed
+// (unlinkat(5</w>, "q.db-journal", 0) is /w/q.db-journal); KillAt resolves
+// it itself into Path and keeps no arguments.
 func CallPath(c Call) string {
+	quoted := ""
+	if i := strings.IndexByte(c.Args, '"'); i >= 0 {
+		if j := strings.IndexByte(c.Args[i+1:], '"'); j >= 0 {
+			quoted = c.Args[i+1 : i+1+j]
+		}
+	}
+	switch c.Name {
+	case "unlink", "rename", "truncate", "unlinkat", "renameat", "renameat2":
+		switch {
+		case quoted == "":
+			return c.Path
+		case c.Name != "unlink" && c.Name != "rename" && c.Name != "truncate" &&
+			!filepath.IsAbs(quoted) && c.Path != "":
+			return filepath.Join(c.Path, quoted)
+		}
+		return quoted
+	}
 	if c.Path != "" {
 		return c.Path
 	}
-	a := c.Args
-	i := strings.IndexByte(a, '"')
-	if i < 0 {
-		return ""
-	}
-	j := strings.IndexByte(a[i+1:], '"')
-	if j < 0 {
-		return ""
-	}
-	return a[i+1 : i+1+j]
+	return quoted
 }
 
 // FirstReport is the index of the first call for which isReport is true,

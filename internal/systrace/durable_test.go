@@ -35,6 +35,12 @@ func TestDurable(t *testing.T) {
 		{"journal left in place", strings.Replace(commit, "7 unlink(\"/w/q.db-journal\") = 0\n", "", 1) + answer, true, "still in place"},
 		{"failed fsync", strings.Replace(commit, "7 fsync(3</w/q.db>) = 0", "7 fsync(3</w/q.db>) = -1 EIO (Input/output error)", 1) + answer, true, "no fsync/fdatasync"},
 		{"second transaction after the answer", commit + answer + commit, true, ""},
+		// Paths as a program in another language may give them: relative to
+		// its working directory, or to a directory descriptor.
+		{"journal unlinked by a relative path", strings.Replace(commit, `unlink("/w/q.db-journal")`, `unlink("./q.db-journal")`, 1) + answer, true, ""},
+		{"journal unlinked at a directory descriptor", strings.Replace(commit, `unlink("/w/q.db-journal")`, `unlinkat(5</w>, "q.db-journal", 0)`, 1) + answer, true, ""},
+		{"another directory's journal unlinked", strings.Replace(commit, `unlink("/w/q.db-journal")`, `unlinkat(5</elsewhere>, "q.db-journal", 0)`, 1) + answer, true, "still in place"},
+		{"another file's journal unlinked", strings.Replace(commit, `unlink("/w/q.db-journal")`, `unlink("/w/other.db-journal")`, 1) + answer, true, "still in place"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -43,12 +49,14 @@ func TestDurable(t *testing.T) {
 				t.Fatal(err)
 			}
 			report := systrace.FirstReport(tr, systrace.ToStdout)
-			err = systrace.Durable(tr, "/w/q.db", report, tt.wantCommit)
+			c, err := systrace.Durable(tr, "/w/q.db", report, tt.wantCommit)
 			switch {
 			case tt.wantErr == "" && err != nil:
 				t.Errorf("Durable = %v, want durable", err)
 			case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr) || !errors.Is(err, systrace.ErrNotDurable)):
 				t.Errorf("Durable = %v, want ErrNotDurable saying %q", err, tt.wantErr)
+			case tt.wantErr == "" && tt.wantCommit && !(c.Write >= 0 && c.Write < c.Sync && c.Sync < c.JournalGone && c.JournalGone < report):
+				t.Errorf("Durable found the commit at %+v, want write < sync < journal removed < the answer (#%d)", c, report)
 			}
 		})
 	}
@@ -98,6 +106,27 @@ func killAtShell(t *testing.T, dir, script string) {
 		}
 		if hit := n >= 1 && n <= 3; (k.Hit != nil) != hit || hit && (k.Hit.Index != n || k.Signal != "SIGKILL") {
 			t.Errorf("N=%d: hit %+v, signal %q; want hit=%v at index %d", n, k.Hit, k.Signal, hit, n)
+		}
+	}
+}
+
+// TestCallPath: the file a call works on, from strace's text and from
+// KillAt's calls, which carry the resolved path and no arguments.
+func TestCallPath(t *testing.T) {
+	for _, tt := range []struct {
+		c    systrace.Call
+		want string
+	}{
+		{systrace.Call{Name: "pwrite64", FD: 3, Path: "/w/q.db", Args: `3</w/q.db>, "SQLite", 4096, 0`}, "/w/q.db"},
+		{systrace.Call{Name: "unlink", Args: `"/w/q.db-journal"`}, "/w/q.db-journal"},
+		{systrace.Call{Name: "unlink", Args: `"q.db-journal"`}, "q.db-journal"},
+		{systrace.Call{Name: "unlinkat", FD: 5, Path: "/w", Args: `5</w>, "q.db-journal", 0`}, "/w/q.db-journal"},
+		{systrace.Call{Name: "unlinkat", FD: 5, Path: "/w", Args: `5</w>, "/x/q.db-journal", 0`}, "/x/q.db-journal"},
+		{systrace.Call{Name: "unlinkat", FD: -1, Path: "/w/q.db-journal"}, "/w/q.db-journal"}, // KillAt
+		{systrace.Call{Name: "unlink", FD: -1, Path: "/w/q.db-journal"}, "/w/q.db-journal"},   // KillAt
+	} {
+		if got := systrace.CallPath(tt.c); got != tt.want {
+			t.Errorf("CallPath(%s(%s) path %q) = %q, want %q", tt.c.Name, tt.c.Args, tt.c.Path, got, tt.want)
 		}
 	}
 }
