@@ -66,6 +66,7 @@ func main() {
 	turn := flag.Int("turn", 100, "operations per turn; turns alternate between systems")
 	journal := flag.String("journal", "delete", "journal mode for the raw floor, goqite and River (snacklab accepts only delete)")
 	history := flag.Int("history", 100000, "done and dead jobs put in a second snacklab file to show the claim stays flat (0: skip)")
+	loop := flag.Bool("loop", false, "add the loop-mode experiment: each finish committed with the next claim (not what sender run does)")
 	dir := flag.String("dir", "", "directory for the database files (default: a new temporary directory, removed after)")
 	flag.Parse()
 	log.SetFlags(0)
@@ -87,6 +88,9 @@ func main() {
 		systems = append(systems, newSnacklab(filepath.Join(*dir, "snacklab.db"), "", 0))
 	}
 	systems = append(systems, newGoqite(filepath.Join(*dir, "goqite.db"), mode), newRiver(filepath.Join(*dir, "river.db"), mode))
+	if mode == "delete" && *loop {
+		systems = append(systems, newSnacklabLoop(filepath.Join(*dir, "snacklab-loop.db")))
+	}
 	if mode == "delete" && *history > 0 {
 		systems = append(systems, newSnacklab(filepath.Join(*dir, "snacklab-history.db"), fmt.Sprintf("snacklab, %d done+dead in file", *history), *history))
 	}
@@ -290,6 +294,66 @@ func newSnacklab(path, name string, history int) *system {
 			return nil
 		},
 		close: func() { q.Close() }}
+}
+
+// newSnacklabLoop is the issue's "loop mode" as an experiment, not the
+// product: a worker that commits the finish of one job in the same
+// immediate transaction as its next claim, one commit per job. Its
+// statements are those of queue.go's Finish (ok) and Claim (the look for
+// spent jobs, the grant), copied here because the queue has no such
+// operation: sender run cannot use one and keep CONTRACT.md §4's event
+// order (docs/performance.md). A job claimed at the end of a turn is
+// finished in the next.
+func newSnacklabLoop(path string) *system {
+	s := newSnacklab(path, "snacklab loop mode (experiment)", 0)
+	db := openDB(path, "delete")
+	held := struct {
+		id    string
+		token int64
+	}{}
+	step := func(ctx context.Context) error {
+		tx, err := db.BeginTx(ctx, nil)
+		if err != nil {
+			return err
+		}
+		defer tx.Rollback()
+		if held.id != "" {
+			res, err := tx.ExecContext(ctx, `UPDATE jobs SET state = 'done', reason = NULL,
+				owner = NULL, lease_until = NULL, updated_at = ?3, closed_at = ?3
+				WHERE id = ?1 AND state = 'leased' AND token = ?2`, held.id, held.token, t0+1)
+			if n, _ := res.RowsAffected(); err != nil || n != 1 {
+				return fmt.Errorf("loop finish %s: %d rows, %v", held.id, n, err)
+			}
+		}
+		var spent bool
+		if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM jobs
+			    WHERE closed_at IS NULL AND deadline_at <= ?1 AND (state = 'pending' OR lease_until <= ?1))
+			OR EXISTS (SELECT 1 FROM jobs
+			    WHERE closed_at IS NULL AND attempts >= max_attempts AND lease_until <= ?1)`, t0+1).Scan(&spent); err != nil || spent {
+			return fmt.Errorf("loop look: spent=%v %v", spent, err)
+		}
+		if err := tx.QueryRowContext(ctx, `UPDATE jobs SET state = 'leased',
+			owner = 'bench', lease_until = ?1 + 30000, attempts = attempts + 1, token = token + 1, updated_at = ?1
+			WHERE id = (SELECT id FROM jobs
+			            WHERE closed_at IS NULL AND available_at <= ?1 AND (state = 'pending' OR lease_until <= ?1)
+			            ORDER BY available_at, id LIMIT 1)
+			RETURNING id, token`, t0+1).Scan(&held.id, &held.token); err != nil {
+			return fmt.Errorf("loop claim: %w", err)
+		}
+		return tx.Commit()
+	}
+	enqueue, closeQueue := s.enqueue, s.close
+	s.enqueue = enqueue
+	s.deliver = func(ctx context.Context, n int) error {
+		for range n {
+			if err := step(ctx); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	s.close = func() { db.Close(); closeQueue() }
+	return s
 }
 
 func newGoqite(path, mode string) *system {
