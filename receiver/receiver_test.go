@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"snacklab/internal/testbin"
 	"snacklab/receiver"
 )
 
@@ -675,20 +676,7 @@ func TestOpenBusy(t *testing.T) {
 	}
 	rcv.Close()
 
-	db, err := sql.Open("sqlite", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	conn, err := db.Conn(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	if _, err := conn.ExecContext(context.Background(), "BEGIN EXCLUSIVE"); err != nil {
-		t.Fatal(err)
-	}
-	defer conn.ExecContext(context.Background(), "ROLLBACK")
+	testbin.HoldExclusive(t, path)
 
 	rcv, err = receiver.Open(path, receiver.Options{BusyTimeout: 50 * time.Millisecond})
 	if err == nil {

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"database/sql"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -259,20 +258,7 @@ func TestProcessRefuses(t *testing.T) {
 	if code, _ := p.stop(t); code != 0 {
 		t.Fatalf("creating %s: exit %d", locked, code)
 	}
-	sdb, err := sql.Open("sqlite", locked)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sdb.Close()
-	conn, err := sdb.Conn(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	if _, err := conn.ExecContext(context.Background(), "BEGIN EXCLUSIVE"); err != nil {
-		t.Fatal(err)
-	}
-	defer conn.ExecContext(context.Background(), "ROLLBACK")
+	testbin.HoldExclusive(t, locked)
 
 	taken, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -126,3 +126,28 @@ func holdLock(path string) {
 	io.ReadAll(os.Stdin)
 	conn.ExecContext(context.Background(), "ROLLBACK")
 }
+
+// HoldExclusive holds an exclusive lock on the SQLite file at path, from a
+// connection of this process, until the test ends: no other connection may
+// read or write the file meanwhile. It is for an open that must find the
+// file busy; HoldLock is for a writer that must wait on another process.
+func HoldExclusive(t testing.TB, path string) {
+	t.Helper()
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := db.Conn(context.Background())
+	if err != nil {
+		db.Close()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		conn.ExecContext(context.Background(), "ROLLBACK")
+		conn.Close()
+		db.Close()
+	})
+	if _, err := conn.ExecContext(context.Background(), "BEGIN EXCLUSIVE"); err != nil {
+		t.Fatalf("hold an exclusive lock on %s: %v", path, err)
+	}
+}
