@@ -10,6 +10,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"snacklab/internal/systrace"
 )
 
 // Run is a process that ran to its end.
@@ -167,28 +169,9 @@ func indent(stdout, stderr string) string {
 	return b.String()
 }
 
-// signalName is "SIGKILL" for 9, the way people write it.
-func signalName(sig syscall.Signal) string {
-	switch sig {
-	case syscall.SIGKILL:
-		return "SIGKILL"
-	case syscall.SIGTERM:
-		return "SIGTERM"
-	case syscall.SIGINT:
-		return "SIGINT"
-	case syscall.SIGABRT:
-		return "SIGABRT"
-	case syscall.SIGSEGV:
-		return "SIGSEGV"
-	case syscall.SIGQUIT:
-		return "SIGQUIT"
-	}
-	return "signal " + strconv.Itoa(int(sig))
-}
-
 func exitStatus(ps *os.ProcessState) (code int, sig string) {
 	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		return -1, signalName(ws.Signal())
+		return -1, systrace.SignalName(ws.Signal())
 	}
 	return ps.ExitCode(), ""
 }

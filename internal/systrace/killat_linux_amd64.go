@@ -169,25 +169,9 @@ func exitOf(res Killed, ws syscall.WaitStatus) Killed {
 	case ws.Exited():
 		res.Code, res.Signal = ws.ExitStatus(), ""
 	case ws.Signaled():
-		res.Code, res.Signal = -1, signalName(ws.Signal())
+		res.Code, res.Signal = -1, SignalName(ws.Signal())
 	}
 	return res
-}
-
-func signalName(s syscall.Signal) string {
-	switch s {
-	case syscall.SIGKILL:
-		return "SIGKILL"
-	case syscall.SIGTERM:
-		return "SIGTERM"
-	case syscall.SIGINT:
-		return "SIGINT"
-	case syscall.SIGABRT:
-		return "SIGABRT"
-	case syscall.SIGSEGV:
-		return "SIGSEGV"
-	}
-	return "signal " + strconv.Itoa(int(s))
 }
 
 // site decodes the call's file: the descriptor's target, or the path

@@ -22,6 +22,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -353,4 +354,24 @@ func (t *Trace) Last(keep func(Call) bool) (Call, error) {
 		}
 	}
 	return Call{}, ErrNoCalls
+}
+
+// SignalName is "SIGKILL" for 9, the way people write it, for the signals a
+// lab or a crash run meets; "signal N" for the others.
+func SignalName(sig syscall.Signal) string {
+	switch sig {
+	case syscall.SIGKILL:
+		return "SIGKILL"
+	case syscall.SIGTERM:
+		return "SIGTERM"
+	case syscall.SIGINT:
+		return "SIGINT"
+	case syscall.SIGABRT:
+		return "SIGABRT"
+	case syscall.SIGSEGV:
+		return "SIGSEGV"
+	case syscall.SIGQUIT:
+		return "SIGQUIT"
+	}
+	return "signal " + strconv.Itoa(int(sig))
 }
