@@ -10,7 +10,8 @@ import (
 var step6 = Step{
 	Num: 6, Slug: "run-once",
 	Title: "Run-once: every row of the classification table; run drains the queue and leaves what it cannot decide; the receiver's own clauses",
-	Checks: "`sender run-once` posts {id, qty, token} to URL/orders, against the real receiver in each fault mode and " +
+	Checks: "`sender run-once` posts {id, qty, token} to URL/orders (the job's qty and this claim's token, also " +
+		"after a redrive, when the token is no longer the attempt), against the real receiver in each fault mode and " +
 		"against the lab's own fake receiver answering every row of CONTRACT §4's table, one job each. A 2xx with " +
 		"`\"ack\":true` (200, 201, 202, 299) finishes ok (done). Any other ack on a 2xx (1, \"ok\", \"true\", false, " +
 		"missing, a non-JSON or empty body) is BadAck: exit 20, no finish, the job stays leased under its token. A 3xx " +
@@ -42,6 +43,7 @@ func runStep6(h *Harness) {
 		Part{"i: sender run leaves a 3xx undecided", func(h *Harness) { runStops(h, "i", 21) }},
 		Part{"j: a finish that is not applied", staleFinish},
 		Part{"k: the receiver's own clauses", receiverClauses},
+		Part{"l: the order carries this claim's qty and token", claimInBody},
 	)
 }
 
@@ -420,6 +422,39 @@ func staleFinish(h *Harness) {
 	h.Equal("stale-1 is still leased to H under token 2", "leased owner=H token=2 attempts=2",
 		fmt.Sprintf("%s owner=%s token=%d attempts=%d", stateReason(j), show(j.Owner), j.Token, j.Attempts),
 		"the token is the fence: a stale holder's outcome changes nothing")
+}
+
+// claimInBody: the order's body carries the job's own qty and the token of
+// this claim. Everywhere else in the step both are 7 and 1, which a sender
+// that sent a constant, or the attempt number for the token, would also
+// send; after a redrive the token (2) is no longer the attempt (1).
+func claimInBody(h *Harness) {
+	h.UseQueue("queue-l.db")
+	h.Init()
+	fake := h.StartFakeReceiver()
+	const id = "redriven-1"
+	fake.On(id, Answer{Status: 201, Body: `{"ack":true}`})
+	h.MustEnqueue(id, 3, t0)
+	c := h.Claim("H", t0, 30000)
+	h.ExpectExit("the harness claims "+id, 0, c.Run, id+" is the only job, and due")
+	h.MustFinish(id, c.Job.Token, "permanent", t0+1)
+	d := h.Redrive(id, "T-1", t0+2)
+	h.ExpectExit("the harness redrives "+id, 0, d.Run, id+" is dead (permanent) and the note is a ticket id")
+	run := h.RunSender("S", SenderOpts{URL: fake.URL, Now: t0 + 3, LeaseMs: 30000})
+	why := "CONTRACT §4: the order goes as {\"id\",\"qty\",\"token\"}: the job's qty and the token of this claim, which the receiver records to show which grant landed; " +
+		"after a redrive the token goes on from where it was (2) while the attempts start again (1)"
+	claimed, _ := run.Event("claimed")
+	h.Equal("S claims "+id+" with token 2, attempt 1", "token=2 attempt=1",
+		fmt.Sprintf("token=%d attempt=%d", claimed.Int("token"), claimed.Int("attempt")), why)
+	reqs := fake.RequestsFor(id)
+	h.Equal("S posted the order once", 1, len(reqs), "one run-once delivers one job once")
+	for _, r := range reqs {
+		h.Equal("the body of the POST", fmt.Sprintf(`{"id":%q,"qty":3,"token":2}`, id), canonicalOrder(r.Body), why)
+	}
+	h.Check("S's run-once finishes the job: exit 0", run.Code == 0 && run.Signal == "", "exit 0",
+		run.Exit()+"; events: "+run.Events(), "201 with ack true is ok, and the finish with token 2 applies")
+	j := h.MustShow(id).Job
+	h.Equal(id+" is done under token 2", "done token=2", fmt.Sprintf("%s token=%d", stateReason(j), j.Token), why)
 }
 
 // receiverClauses judges CONTRACT §5 directly over HTTP.
