@@ -252,7 +252,7 @@ func fourFiveXXCases(h *Harness) {
 	perm := func(id string, status int) sendCase {
 		return sendCase{id: id, answer: Answer{Status: status, Body: refusal(http.StatusText(status))}, code: 0, status: int64(status), ack: "false",
 			class: "permanent", state: "dead(permanent)",
-			why: "every 4xx is Permanent, not only 422: the receiver will refuse it again, so quarantine it at once instead of spending its attempts"}
+			why: "every 4xx is Permanent, not only 422, whatever HTTP elsewhere suggests (408 Request Timeout, 429 Too Many Requests): the receiver will refuse it again, so quarantine it at once instead of spending its attempts"}
 	}
 	retry := func(id string, status int) sendCase {
 		return sendCase{id: id, answer: Answer{Status: status, Body: refusal("try again later")}, code: 0, status: int64(status), ack: "false",
@@ -260,7 +260,7 @@ func fourFiveXXCases(h *Harness) {
 			why: "every 5xx is Retryable, not only 503: finish retry, pending again at now + backoff(id, 1)"}
 	}
 	runCases(h, fake.URL, fake, nil, []sendCase{
-		perm("c-400", 400), perm("c-404", 404), perm("c-409", 409), perm("c-451", 451),
+		perm("c-400", 400), perm("c-404", 404), perm("c-408", 408), perm("c-409", 409), perm("c-429", 429), perm("c-451", 451),
 		retry("c-500", 500), retry("c-502", 502), retry("c-504", 504), retry("c-599", 599),
 	})
 }
