@@ -444,8 +444,11 @@ func claimInBody(h *Harness) {
 	why := "CONTRACT §4: the order goes as {\"id\",\"qty\",\"token\"}: the job's qty and the token of this claim, which the receiver records to show which grant landed; " +
 		"after a redrive the token goes on from where it was (2) while the attempts start again (1)"
 	claimed, _ := run.Event("claimed")
-	h.Equal("S claims "+id+" with token 2, attempt 1", "token=2 attempt=1",
-		fmt.Sprintf("token=%d attempt=%d", claimed.Int("token"), claimed.Int("attempt")), why)
+	h.Equal("S's claimed event: the job's id and qty, token 2, attempt 1, lease_until = now + lease",
+		fmt.Sprintf("id=%s qty=3 token=2 attempt=1 lease_until=%d", id, t0+3+30000),
+		fmt.Sprintf("id=%s qty=%d token=%d attempt=%d lease_until=%d", claimed.Str("id"), claimed.Int("qty"),
+			claimed.Int("token"), claimed.Int("attempt"), claimed.Int("lease_until")),
+		"CONTRACT §4: the claimed event reports this claim (id, qty, token, attempt, lease_until) before the sender posts: the record of what it holds and until when")
 	reqs := fake.RequestsFor(id)
 	h.Equal("S posted the order once", 1, len(reqs), "one run-once delivers one job once")
 	for _, r := range reqs {
