@@ -11,7 +11,8 @@ var step8 = Step{
 	Checks: "Sender A posts order o-1 (qty 7); the receiver commits it; A dies before finish — (a) by its crash " +
 		"switch, exit 73; (b) killed with SIGKILL while the receiver holds the answer. The job stays leased to A " +
 		"with token 1. Sender B finds nothing at lease_until−1, claims at lease_until with token 2 and sends the " +
-		"same id again: the receiver counts two requests but stock rises by 7 once, the job ends done, and A's " +
+		"same id again: the receiver counts two requests but stock rises by 7 once and still records A's token 1 as " +
+		"the grant that landed, the job ends done, and A's " +
 		"late finish with token 1 is refused (exit 12) and changes nothing. (c) The same with the real clock " +
 		"and a short lease.",
 	Why: "This is the whole kit in one story: a crash between the effect and its bookkeeping is the case every " +
@@ -97,6 +98,9 @@ func afterCrash(h *Harness, rcv *Receiver, id string) {
 	h.Equal("the receiver counted two requests for "+id+" and stock rose by 7 once", "requests=2 stock=7",
 		fmt.Sprintf("requests=%d stock=%d", o.Requests, st.Stock),
 		"the request really arrived twice; recording the id with the effect in one transaction is what keeps the stock right")
+	h.Equal("the receiver still records A's grant as the one that landed (token 1)", "token=1 qty=7",
+		fmt.Sprintf("token=%d qty=%d", o.Token, o.Qty),
+		"CONTRACT §4, §5: the receiver records the token of the grant whose order it applied; B's resend is a duplicate that changes nothing, the recorded token included")
 	done := h.MustShow(id).Job
 	h.Equal("the job is done under token 2", "done token=2", fmt.Sprintf("%s token=%d", stateReason(done), done.Token),
 		"B's outcome is recorded: the order is delivered once, and the queue says so")
