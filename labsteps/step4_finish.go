@@ -11,7 +11,8 @@ var step4 = Step{
 		"lease_until become null. A finish with a token from the future or the past, on a job no longer leased, " +
 		"or for an unknown id returns applied=false (exit 12) and changes nothing. The lease's expiry is not " +
 		"checked: the token is the fence. An outcome other than ok, retry or permanent is refused (exit 3), " +
-		"nothing on stdout, the queue file unchanged.",
+		"nothing on stdout, the queue file unchanged. Then `queuectl stats` counts the five by state and the three " +
+		"dead ones by reason, every key present.",
 	Why: "finish is where a delivery's evidence is written down. Deleting the id or qty loses the order; keeping " +
 		"an owner on a finished job blocks nothing but lies; and a stale holder that can still finish overwrites " +
 		"the work of the sender that took over.",
@@ -86,4 +87,30 @@ func runStep4(h *Harness) {
 	pend := h.MustShow("f-retry").Job
 	h.ExpectNotApplied("finish f-retry again with its token while it is pending", h.Finish("f-retry", pend.Token, "permanent", late+1), pend,
 		"a finish applies only to a leased job: once decided, a duplicate report must not decide it again")
+
+	// What an operator counts now: one job down every path.
+	var st struct {
+		Counts       map[string]int64 `json:"counts"`
+		DeadByReason map[string]int64 `json:"dead_by_reason"`
+	}
+	r := h.q("stats", -1)
+	h.ExpectExit("queuectl stats", 0, r, "stats only reads")
+	if r.Code == 0 {
+		h.parse(r, &st)
+	}
+	h.Equal("queuectl stats: counts and dead_by_reason, one job down each path",
+		"pending=1 leased=0 done=1 dead=3; permanent=1 exhausted=1 deadline=1",
+		fmt.Sprintf("pending=%s leased=%s done=%s dead=%s; permanent=%s exhausted=%s deadline=%s",
+			key(st.Counts, "pending"), key(st.Counts, "leased"), key(st.Counts, "done"), key(st.Counts, "dead"),
+			key(st.DeadByReason, "permanent"), key(st.DeadByReason, "exhausted"), key(st.DeadByReason, "deadline")),
+		"CONTRACT §3: stats counts every job by state and the quarantined ones by reason, every key present: the numbers an operator watches to see what needs a person")
+}
+
+// key is m[k] as text, "missing" when the key is absent: a count of zero must
+// still be there.
+func key(m map[string]int64, k string) string {
+	if v, ok := m[k]; ok {
+		return fmt.Sprint(v)
+	}
+	return "missing"
 }
