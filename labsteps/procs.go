@@ -372,6 +372,14 @@ func (p *Proc) Kill() {
 	}
 }
 
+// Terminate sends SIGTERM, the stop a service manager or a container runtime
+// asks for, to the process the lab started (a wrapper script must exec the
+// program for it to arrive), and does not wait.
+func (p *Proc) Terminate() {
+	p.h.Action(fmt.Sprintf("SIGTERM %s (pid %d)", p.Name, p.Pid), p.Clock)
+	p.cmd.Process.Signal(syscall.SIGTERM)
+}
+
 // killGroup kills what the process left behind in its group (it may have
 // exited itself while a child it forked still holds its stdout).
 func (p *Proc) killGroup() { syscall.Kill(-p.Pid, syscall.SIGKILL) }

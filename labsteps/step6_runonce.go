@@ -18,7 +18,8 @@ var step6 = Step{
 		"is exit 21 with the job leased, and the redirect is never followed. A 4xx finishes permanent (dead); a 5xx, a " +
 		"timeout, a reset and a refused connection finish retry (pending at now+backoff). The crash switch fires after " +
 		"a status-0 response too. `sender run` exits 0 on an empty queue and after draining it, and never decides a BadAck " +
-		"or a 3xx (it stops with 20 or 21, or goes on and exits 0); a finish that is not applied is exit 12. The receiver applies an id once under 20 " +
+		"or a 3xx (it stops with 20 or 21, or goes on and exits 0); a finish that is not applied is exit 12; SIGTERM while " +
+		"`run` waits for an answer ends it with exit 0 once that job is finished. The receiver applies an id once under 20 " +
 		"simultaneous POSTs, answers another qty 409 and malformed bodies 400, counts every request with a parseable " +
 		"id whatever the answer, and answers an unknown order 404.",
 	Why: "A sender that counts 1 or \"ok\" as success marks undelivered orders done, and nobody ever finds " +
@@ -44,6 +45,7 @@ func runStep6(h *Harness) {
 		Part{"j: a finish that is not applied", staleFinish},
 		Part{"k: the receiver's own clauses", receiverClauses},
 		Part{"l: the order carries this claim's qty and token", claimInBody},
+		Part{"m: SIGTERM stops sender run after the current job", gracefulStop},
 	)
 }
 
@@ -458,6 +460,43 @@ func claimInBody(h *Harness) {
 		run.Exit()+"; events: "+run.Events(), "201 with ack true is ok, and the finish with token 2 applies")
 	j := h.MustShow(id).Job
 	h.Equal(id+" is done under token 2", "done token=2", fmt.Sprintf("%s token=%d", stateReason(j), j.Token), why)
+}
+
+// gracefulStop sends SIGTERM to `sender run` while it waits for an answer:
+// the contract has it finish the job it holds and exit 0, not die with the
+// job leased. Whether it would have claimed more is not judged: the signal
+// reaches it at a moment the lab cannot observe, and the queue holds nothing
+// else.
+func gracefulStop(h *Harness) {
+	h.UseQueue("queue-m.db")
+	h.Init()
+	fake := h.StartFakeReceiver()
+	hold := make(chan struct{})
+	released := false
+	release := func() {
+		if !released {
+			released = true
+			close(hold)
+		}
+	}
+	h.onCleanup(release)
+	const id = "term-1"
+	fake.On(id, Answer{Status: 200, Body: `{"ack":true}`, Hold: hold})
+	h.MustEnqueue(id, 7, t0)
+	p := h.StartSender("S", SenderOpts{Mode: "run", URL: fake.URL, Now: t0, LeaseMs: 30000, TimeoutMs: 600000})
+	fake.WaitRequest(id, "S must hold "+id+" and wait for its answer before it is asked to stop")
+	p.Terminate()
+	h.Action("release the held answer: 200 {\"ack\":true}", noClock)
+	release()
+	run := p.Finish("sender run ends after the job it holds")
+	why := "CONTRACT §4: `run` stops on SIGINT or SIGTERM with exit 0 after the current job; a sender that dies on the signal leaves the job leased until its lease runs out, and one that drops it unfinished throws the delivery's outcome away"
+	h.Check("S exits 0 after SIGTERM", run.Code == 0 && run.Signal == "", "exit 0", run.Exit()+"; events: "+run.Events(), why)
+	fin, ok := run.Event("finished")
+	h.Check("S finished "+id+" before it stopped", ok && fin.Str("id") == id && fin.Raw("applied") == "true",
+		`{"event":"finished","id":"`+id+`",…,"applied":true}`, run.Events()+"; "+trim(fin.Text), why)
+	j := h.MustShow(id).Job
+	h.Check(id+" is decided, not left leased", j.State != "leased", "done (or pending, had S finished it retry)",
+		fmt.Sprintf("%s owner=%s token=%d", stateReason(j), show(j.Owner), j.Token), why)
 }
 
 // receiverClauses judges CONTRACT §5 directly over HTTP.
