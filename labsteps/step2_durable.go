@@ -20,7 +20,8 @@ var step2 = Step{
 		"waits at least 100 ms from its first refused attempt, then exits 6 having written nothing. An order accepted " +
 		"while a sender holds the file open survives that sender's SIGKILL and is read back by a fresh process; the " +
 		"same id and qty again is a duplicate that changes nothing; the same id with another qty is refused (exit 7) " +
-		"with nothing written; the file is a rollback-journal SQLite file with no -wal file.",
+		"with nothing written; `queuectl init` again leaves both orders as they were; the file is a rollback-journal " +
+		"SQLite file with no -wal file.",
 	Why: "\"Accepted\" is a promise to the customer: once the shop says it, no crash or power cut may lose the order, " +
 		"and a retried submission must not become a second order or overwrite the first. With a rollback journal the " +
 		"order is on disk only once the file is synced and the journal deleted; an answer printed earlier (before the " +
@@ -167,6 +168,15 @@ func survivesKill(h *Harness) {
 		"two different orders under one id would make the id useless as evidence; the second must be refused")
 	after = h.MustShow("o-2").Job
 	h.Equal("…and nothing about o-2 changed", o2.Canon, after.Canon, "a refused request writes nothing (CONTRACT §6)")
+
+	h.Section("init again")
+	again := h.q("init", -1)
+	h.ExpectExit("`queuectl init` on the existing queue file", 0, again,
+		"CONTRACT §3: init of an existing queue file succeeds and leaves it as it is")
+	shown = h.ShowAll("o-1", "o-2")
+	h.Equal("after init again, o-1 and o-2 are as they were", o1.Canon+" "+o2.Canon,
+		shown["o-1"].Job.Canon+" "+shown["o-2"].Job.Canon,
+		"CONTRACT §3: init leaves an existing queue file as it is; an init that starts the file afresh loses every accepted order, the one promise a queue makes")
 
 	h.Section("rollback journal")
 	hdr := make([]byte, 100)
