@@ -48,11 +48,11 @@ func claimLease(h *Harness) {
 	c = h.Claim("A", t0, lease)
 	h.ExpectExit("claim at available_at", 0, c.Run, "the job is due at available_at itself")
 	grant := func(j Job) string {
-		return fmt.Sprintf("%s %s owner=%s lease_until=%s token=%d attempts=%d", j.ID, j.State, show(j.Owner), show(j.LeaseUntil), j.Token, j.Attempts)
+		return fmt.Sprintf("%s %s owner=%s lease_until=%s token=%d attempts=%d updated_at=%d", j.ID, j.State, show(j.Owner), show(j.LeaseUntil), j.Token, j.Attempts, j.UpdatedAt)
 	}
-	h.Equal("the claim leases o-1 to A until now+lease with token 1, attempt 1",
-		fmt.Sprintf("o-1 leased owner=A lease_until=%d token=1 attempts=1", t0+lease), grant(c.Job),
-		"the owner, the lease and the token are what every later step relies on to tell holders apart")
+	h.Equal("the claim leases o-1 to A until now+lease with token 1, attempt 1 (updated_at now)",
+		fmt.Sprintf("o-1 leased owner=A lease_until=%d token=1 attempts=1 updated_at=%d", t0+lease, t0), grant(c.Job),
+		"the owner, the lease and the token are what every later step relies on to tell holders apart; updated_at is the now of the latest operation that changed the job (CONTRACT §2)")
 
 	c = h.Claim("B", t0+lease-1, lease)
 	h.ExpectExit("B's claim at lease_until−1 finds nothing (exit 13)", 13, c.Run,
@@ -61,8 +61,8 @@ func claimLease(h *Harness) {
 	c = h.Claim("B", t0+lease, lease)
 	h.ExpectExit("B's claim at lease_until exactly reclaims the job", 0, c.Run,
 		"the expiry instant itself is expired (lease_until <= now): waiting one more tick delays every recovery and breaks the contract's boundary")
-	h.Equal("the reclaim leases o-1 to B with token 2, attempt 2",
-		fmt.Sprintf("o-1 leased owner=B lease_until=%d token=2 attempts=2", t0+2*lease), grant(c.Job),
+	h.Equal("the reclaim leases o-1 to B with token 2, attempt 2 (updated_at now)",
+		fmt.Sprintf("o-1 leased owner=B lease_until=%d token=2 attempts=2 updated_at=%d", t0+2*lease, t0+lease), grant(c.Job),
 		"each grant bumps the token by exactly one, so A's token 1 is now stale and its late finish can be refused")
 
 	// A job backing off must not block an independent one behind it.
@@ -115,6 +115,9 @@ func claimSpent(h *Harness) {
 	h.Equal("…and s-late, never claimed, as deadline", "dead(deadline) token=0 attempts=0",
 		fmt.Sprintf("%s token=%d attempts=%d", stateReason(late), late.Token, late.Attempts),
 		"an order past its deadline is quarantined rather than delivered too late")
+	h.Equal("the sweep's updated_at on both is the now of the claim that quarantined them",
+		fmt.Sprintf("s-last=%d s-late=%d", t0+lease, t0+lease), fmt.Sprintf("s-last=%d s-late=%d", last.UpdatedAt, late.UpdatedAt),
+		"CONTRACT §2: updated_at is the now of the latest operation that changed the job, the claim's sweep included: the time a job entered quarantine")
 }
 
 // kept is what the claim's sweep leaves as it was: everything but state,

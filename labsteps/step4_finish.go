@@ -79,6 +79,9 @@ func runStep4(h *Harness) {
 			"no path deletes the business id or the quantity, and every path ends the lease: owner and lease_until exist only while leased")
 		h.Equal(fmt.Sprintf("finish %s: available_at", p.id), p.availableAt, j.AvailableAt,
 			"only a retry reschedules the job, to now + backoff(id, attempts)")
+		h.Equal(fmt.Sprintf("finish %s: updated_at is the finish's now, created_at the enqueue's", p.id),
+			fmt.Sprintf("updated_at=%d created_at=%d", late, int64(t0)), fmt.Sprintf("updated_at=%d created_at=%d", j.UpdatedAt, j.CreatedAt),
+			"CONTRACT §2: an applied finish changes the job, so updated_at is its now (when a job became done or dead is what an operator sorts the quarantine by); created_at never changes")
 	}
 
 	// A finish on a job that is no longer leased, with the token that was right a moment ago.

@@ -151,6 +151,10 @@ func redriveStory(h *Harness) {
 		"a redrive is a fresh start for the budget: all attempts again, due now, a new deadline from the same window")
 	h.Equal("after the redrive: the token is not rolled back", dead.Token, j.Token,
 		"the token counts grants forever; resetting it would make an old holder's token valid again")
+	h.Equal("after the redrive: created_at kept, updated_at the redrive's now",
+		fmt.Sprintf("created_at=%d updated_at=%d", dead.CreatedAt, at),
+		fmt.Sprintf("created_at=%d updated_at=%d", j.CreatedAt, j.UpdatedAt),
+		"CONTRACT §2: created_at is the now of the enqueue, whatever happens later; updated_at is the now of the latest operation that changed the job, and a redrive changes it")
 	s = h.MustShow("r-dead")
 	want := Redrive{JobID: "r-dead", PrevToken: dead.Token, PrevReason: "permanent", AtMs: at, Note: note}
 	h.Equal("the redrive's answer carries the audit row", fmt.Sprintf("%+v", want), fmt.Sprintf("%+v", rd.Redrive),
