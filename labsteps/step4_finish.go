@@ -1,6 +1,9 @@
 package labsteps
 
-import "fmt"
+import (
+	"fmt"
+	"math"
+)
 
 var step4 = Step{
 	Num: 4, Slug: "finish",
@@ -41,7 +44,13 @@ func runStep4(h *Harness) {
 	fin := func(outcome string) Call {
 		return Call{Verb: "finish", Now: t0 + 1, Args: []string{"--id", "f-ok", "--token", fmt.Sprint(ok.Token), "--outcome", outcome}}
 	}
+	tok := func(token string) Call {
+		return Call{Verb: "finish", Now: t0 + 1, Args: []string{"--id", "f-ok", "--token", token, "--outcome", "ok"}}
+	}
+	whyToken := "a token is an integer 0 … 9223372036854775807 (CONTRACT §1): anything else is invalid input (exit 3), refused before the queue is read"
 	h.ExpectRefused([]Refusal{
+		{What: "--token -1", Call: tok("-1"), Code: 3, Why: whyToken},
+		{What: "--token 9223372036854775808", Call: tok("9223372036854775808"), Code: 3, Why: whyToken},
 		{What: "outcome \"done\"", Call: fin("done"), Code: 3, Why: whyOutcome},
 		{What: "outcome \"OK\"", Call: fin("OK"), Code: 3, Why: whyOutcome},
 		{What: "outcome \"fail\"", Call: fin("fail"), Code: 3, Why: whyOutcome},
@@ -50,6 +59,8 @@ func runStep4(h *Harness) {
 		"sender that lost its lease can never overwrite the work of the one that took over"
 	h.ExpectNotApplied("finish f-ok with token 2 (a grant that never happened)", h.Finish("f-ok", ok.Token+1, "ok", t0+1), ok, whyStale)
 	h.ExpectNotApplied("finish f-ok with token 0 (an older grant)", h.Finish("f-ok", ok.Token-1, "ok", t0+1), ok, whyStale)
+	h.ExpectNotApplied("finish f-ok with token 9223372036854775807 (the largest valid token, never granted)",
+		h.Finish("f-ok", math.MaxInt64, "ok", t0+1), ok, whyStale+"; the largest token the contract allows is valid input, so the answer is not applied (exit 12), not invalid")
 	unk := h.Finish("no-such-order", 1, "ok", t0+1)
 	h.ExpectExit("finish of an unknown id: exit code", 12, unk.Run, "an unknown id is not applied, like a stale token")
 	h.Equal("finish of an unknown id: answer", "applied=false job=null",

@@ -622,7 +622,7 @@ func (q *Queue) Finish(ctx context.Context, id string, token int64, outcome Outc
 	if _, err := ParseOutcome(string(outcome)); err != nil {
 		return Job{}, false, err
 	}
-	if err := firstErr(CheckID("id", id), checkRange("token", token, 0, 1<<62),
+	if err := firstErr(CheckID("id", id), checkRange("token", token, 0, math.MaxInt64),
 		checkRange("now ms", now, 0, 1<<62)); err != nil {
 		return Job{}, false, err
 	}
