@@ -117,6 +117,7 @@ func enqueueBounds(h *Harness) {
 	whyMax := "max attempts is 1 … 1000 (CONTRACT §1): zero attempts could never be delivered, and an unbounded budget retries a poison order forever"
 	whyWindow := "the deadline window is 1 ms … one year (CONTRACT §1): an empty window makes the order late before it starts"
 	whyNow := "the clock is ms since the epoch, never negative (CONTRACT §1)"
+	whyNowMax := "the clock is at most 2^53−1 ms (CONTRACT §1), the largest integer every JSON reader holds exactly: a larger one would be printed as a number some readers round"
 	enq := func(id string, now int64, extra ...string) Call {
 		return Call{Verb: "enqueue", Now: now, Args: append([]string{"--id", id, "--qty", "7"}, extra...)}
 	}
@@ -132,6 +133,7 @@ func enqueueBounds(h *Harness) {
 		{What: "--deadline-ms 0", Call: enq("w-0", t0, "--deadline-ms", "0"), Code: 3, Why: whyWindow},
 		{What: "--deadline-ms 31536000001 (a year and 1 ms)", Call: enq("w-big", t0, "--deadline-ms", "31536000001"), Code: 3, Why: whyWindow},
 		{What: "--now-ms -1", Call: enq("n-neg", -1, "--now-ms", "-1"), Code: 3, Why: whyNow},
+		{What: "--now-ms 9007199254740992 (2^53)", Call: enq("n-big", -1, "--now-ms", "9007199254740992"), Code: 3, Why: whyNowMax},
 	}, nil)
 
 	id64 := "A" + strings.Repeat("b", 62) + "9"
@@ -155,6 +157,7 @@ func enqueueBounds(h *Harness) {
 		{"--deadline-ms 1", enq("w-1", t0, "--deadline-ms", "1"), "w-1", 7, 5, 1, t0, whyWindow},
 		{"--deadline-ms 31536000000 (one year)", enq("w-year", t0, "--deadline-ms", "31536000000"), "w-year", 7, 5, 31536000000, t0, whyWindow},
 		{"--now-ms 0", enq("n-0", 0), "n-0", 7, 5, 86400000, 0, whyNow},
+		{"--now-ms 9007199254740991 (2^53−1) and --deadline-ms 1", enq("n-max", 9007199254740991, "--deadline-ms", "1"), "n-max", 7, 5, 1, 9007199254740991, whyNowMax},
 	}
 	calls := make([]Call, len(cases))
 	for i, c := range cases {
