@@ -19,7 +19,8 @@ var step6 = Step{
 		"timeout, a reset and a refused connection finish retry (pending at now+backoff). The crash switch fires after " +
 		"a status-0 response too. `sender run` exits 0 on an empty queue and after draining it, and never decides a BadAck " +
 		"or a 3xx (it stops with 20 or 21, or goes on and exits 0); a finish that is not applied is exit 12; SIGTERM while " +
-		"`run` waits for an answer ends it with exit 0 once that job is finished. The receiver applies an id once under 20 " +
+		"`run` waits for an answer ends it with exit 0 once that job is finished; each sender flag one step outside its " +
+		"range is exit 3 with nothing claimed or sent. The receiver applies an id once under 20 " +
 		"simultaneous POSTs, answers another qty 409 and malformed bodies 400, counts every request with a parseable " +
 		"id whatever the answer, and answers an unknown order 404.",
 	Why: "A sender that counts 1 or \"ok\" as success marks undelivered orders done, and nobody ever finds " +
@@ -46,6 +47,7 @@ func runStep6(h *Harness) {
 		Part{"k: the receiver's own clauses", receiverClauses},
 		Part{"l: the order carries this claim's qty and token", claimInBody},
 		Part{"m: SIGTERM stops sender run after the current job", gracefulStop},
+		Part{"n: the sender's flags at their bounds", senderBounds},
 	)
 }
 
@@ -497,6 +499,54 @@ func gracefulStop(h *Harness) {
 	j := h.MustShow(id).Job
 	h.Check(id+" is decided, not left leased", j.State != "leased", "done (or pending, had S finished it retry)",
 		fmt.Sprintf("%s owner=%s token=%d", stateReason(j), show(j.Owner), j.Token), why)
+}
+
+// senderBounds gives the sender each of its numeric flags one step outside
+// its range (CONTRACT §4's ranges, §1 for --now-ms and the owner): invalid
+// input, exit 3, nothing on stdout, nothing claimed and nothing posted,
+// although a job is due.
+func senderBounds(h *Harness) {
+	h.UseQueue("queue-n.db")
+	h.Init()
+	fake := h.StartFakeReceiver()
+	const id = "bound-1"
+	fake.On(id, Answer{Status: 200, Body: `{"ack":true}`})
+	h.MustEnqueue(id, 7, t0)
+	cases := []struct{ flag, value string }{
+		{"--lease-ms", "0"}, {"--lease-ms", "86400001"},
+		{"--timeout-ms", "0"}, {"--timeout-ms", "86400001"},
+		{"--busy-timeout-ms", "-1"}, {"--busy-timeout-ms", "86400001"},
+		{"--now-ms", "-1"}, {"--now-ms", "9007199254740992"},
+		{"--exit-after-receipt", "0"}, {"--exit-after-receipt", "126"},
+		{"--owner", strings.Repeat("S", 65)},
+	}
+	before := h.Snapshot()
+	cmds := make([][]string, len(cases))
+	for i, c := range cases {
+		args := []string{"run-once", "--db", h.DB, "--url", fake.URL, "--owner", "S", "--json"}
+		if c.flag != "--now-ms" {
+			args = append(args, "--now-ms", fmt.Sprint(t0))
+		}
+		if c.flag == "--owner" {
+			args[6] = c.value
+		} else {
+			args = append(args, c.flag, c.value)
+		}
+		cmds[i] = append([]string{"sender"}, args...)
+	}
+	runs := h.execAll(cmds)
+	why := "CONTRACT §4, §6: each flag has its range, and a value outside it is invalid input: exit 3, one line on stderr, and nothing claimed or sent, since the job would otherwise run under a lease, a timeout or a clock nobody asked for"
+	for i, c := range cases {
+		what := c.flag + " " + c.value
+		if c.flag == "--owner" {
+			what = "a 65-byte --owner"
+		}
+		h.ExpectExit("`sender run-once` with "+what+" is refused", 3, runs[i], why)
+		h.Check("…and prints nothing on stdout ("+what+")", runs[i].Stdout == "", "empty stdout",
+			fmt.Sprintf("stdout %q", trim(runs[i].Stdout)), "a refusal is one line on stderr; stdout carries only events")
+	}
+	h.expectUnchanged(before, nil, why, "sender run-once with each flag outside its range")
+	h.Equal("the receiver got nothing", 0, len(fake.RequestsFor(id)), why)
 }
 
 // receiverClauses judges CONTRACT §5 directly over HTTP.
