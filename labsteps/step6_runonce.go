@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 )
 
@@ -20,7 +22,8 @@ var step6 = Step{
 		"a status-0 response too. `sender run` exits 0 on an empty queue and after draining it, and never decides a BadAck " +
 		"or a 3xx (it stops with 20 or 21, or goes on and exits 0); a finish that is not applied is exit 12; SIGTERM while " +
 		"`run` waits for an answer ends it with exit 0 once that job is finished; each sender flag one step outside its " +
-		"range is exit 3 with nothing claimed or sent. The receiver applies an id once under 20 " +
+		"range is exit 3 with nothing claimed or sent, and so is each receiver flag, with no file created. The receiver " +
+		"applies an id once under 20 " +
 		"simultaneous POSTs, answers another qty 409 and malformed bodies 400, counts every request with a parseable " +
 		"id whatever the answer, and answers an unknown order 404.",
 	Why: "A sender that counts 1 or \"ok\" as success marks undelivered orders done, and nobody ever finds " +
@@ -48,6 +51,7 @@ func runStep6(h *Harness) {
 		Part{"l: the order carries this claim's qty and token", claimInBody},
 		Part{"m: SIGTERM stops sender run after the current job", gracefulStop},
 		Part{"n: the sender's flags at their bounds", senderBounds},
+		Part{"o: the receiver's flags at their bounds", receiverBounds},
 	)
 }
 
@@ -547,6 +551,55 @@ func senderBounds(h *Harness) {
 	}
 	h.expectUnchanged(before, nil, why, "sender run-once with each flag outside its range")
 	h.Equal("the receiver got nothing", 0, len(fake.RequestsFor(id)), why)
+}
+
+// receiverBounds starts the receiver with each flag one step outside its
+// range or malformed (CONTRACT §5): invalid input, exit 3, nothing on stdout,
+// and its database file never created, since every flag is checked before
+// any file is touched. A receiver that starts instead announces its address:
+// that line, not a wait, is the wrong answer.
+func receiverBounds(h *Harness) {
+	cases := []struct{ flag, value string }{
+		{"--busy-timeout-ms", "0"}, {"--busy-timeout-ms", "86400001"},
+		{"--fail-next", "-1"}, {"--fail-next", "1000001"},
+		{"--hold-next", "-1"}, {"--hold-next", "1000001"},
+		{"--loose-ack", "yes"},
+		{"--reject-id", "a b"},
+		{"--addr", "127.0.0.1:65536"},
+	}
+	procs := make([]*Proc, len(cases))
+	dbs := make([]string, len(cases))
+	for i, c := range cases {
+		dbs[i] = filepath.Join(h.Dir, fmt.Sprintf("receiver-bound-%d.db", i))
+		args := []string{"--db", dbs[i], c.flag, c.value}
+		if c.flag != "--addr" {
+			args = append(args, "--addr", "127.0.0.1:0")
+		}
+		procs[i] = h.start(fmt.Sprintf("receiver-bound-%d", i), LaneReceiver, "receiver", noClock, describeRequest, args...)
+	}
+	why := "CONTRACT §5, §6: every flag of the receiver has its range or form, checked before any file is touched: a value outside it is invalid input (exit 3), and a refused start creates nothing"
+	for i, c := range cases {
+		what := c.flag + " " + c.value
+		p := procs[i]
+		switch p.waitFor(func() bool { return len(p.lines) > 0 }) {
+		case condHeld:
+			first := p.Lines()[0].Text
+			p.Kill()
+			h.Check("`receiver` with "+what+" is refused", false, "exit 3, before it listens",
+				fmt.Sprintf("it started and printed %q", trim(first)), why)
+			continue
+		case limitHit, stepEnded:
+			h.Timeout("`receiver` with "+what+" ends or prints", "exit 3", p.observed(), why)
+			continue
+		}
+		code, sig := p.Wait("a refused receiver ends by itself")
+		h.Check("`receiver` with "+what+" is refused: exit 3", code == 3 && sig == "", "exit 3",
+			exitText(code, sig)+p.stderrHint(), why)
+		h.Check("…and prints nothing on stdout ("+what+")", len(p.Lines()) == 0, "empty stdout",
+			fmt.Sprintf("%d line(s) on stdout", len(p.Lines())), "the first line a started receiver prints is its address; a refused one has none")
+		_, err := os.Stat(dbs[i])
+		h.Equal("…and creates no database file ("+what+")", "absent", presence(err), why)
+	}
 }
 
 // receiverClauses judges CONTRACT §5 directly over HTTP.
