@@ -400,15 +400,7 @@ func staleFinish(h *Harness) {
 	h.UseQueue("queue-j.db")
 	h.Init()
 	fake := h.StartFakeReceiver()
-	hold := make(chan struct{})
-	released := false
-	release := func() {
-		if !released {
-			released = true
-			close(hold)
-		}
-	}
-	h.onCleanup(release)
+	hold, release := heldAnswer(h)
 	fake.On("stale-1", Answer{Status: 200, Body: `{"ack":true}`, Hold: hold})
 	h.MustEnqueue("stale-1", 7, t0)
 	p := h.StartSender("S", SenderOpts{URL: fake.URL, Now: t0, LeaseMs: lease, TimeoutMs: 600000})
@@ -477,15 +469,7 @@ func gracefulStop(h *Harness) {
 	h.UseQueue("queue-m.db")
 	h.Init()
 	fake := h.StartFakeReceiver()
-	hold := make(chan struct{})
-	released := false
-	release := func() {
-		if !released {
-			released = true
-			close(hold)
-		}
-	}
-	h.onCleanup(release)
+	hold, release := heldAnswer(h)
 	const id = "term-1"
 	fake.On(id, Answer{Status: 200, Body: `{"ack":true}`, Hold: hold})
 	h.MustEnqueue(id, 7, t0)
@@ -600,6 +584,22 @@ func receiverBounds(h *Harness) {
 		_, err := os.Stat(dbs[i])
 		h.Equal("…and creates no database file ("+what+")", "absent", presence(err), why)
 	}
+}
+
+// heldAnswer is a gate for the fake receiver's Answer.Hold: the answer waits
+// until release, which the step's end also calls, so no held connection
+// outlives the step.
+func heldAnswer(h *Harness) (hold chan struct{}, release func()) {
+	hold = make(chan struct{})
+	released := false
+	release = func() {
+		if !released {
+			released = true
+			close(hold)
+		}
+	}
+	h.onCleanup(release)
+	return hold, release
 }
 
 // receiverClauses judges CONTRACT §5 directly over HTTP.
