@@ -1,9 +1,12 @@
 package mutants_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -136,4 +139,58 @@ func looksLikeMutant(name string) bool {
 		return false
 	}
 	return true
+}
+
+// TestMutantTableMatchesTheHeaders keeps docs/selftest.md's table of mutants
+// what the patches say: one row per mutant, with its sentence, its steps,
+// its crash programs and the files it changes.
+func TestMutantTableMatchesTheHeaders(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "selftest.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(doc)
+	a, b := strings.Index(s, "<!-- mutant table"), strings.Index(s, "<!-- end of mutant table -->")
+	if a < 0 || b < a {
+		t.Fatal("docs/selftest.md has no mutant table between its markers")
+	}
+	rows := map[string]string{}
+	for _, line := range strings.Split(s[a:b], "\n") {
+		if name, ok := strings.CutPrefix(line, "| `"); ok {
+			if i := strings.Index(name, "` |"); i > 0 {
+				rows[name[:i]] = line
+			}
+		}
+	}
+	all, err := mutants.All()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != len(all) {
+		t.Errorf("the mutant table has %d rows, want one per mutant: %d", len(rows), len(all))
+	}
+	for _, m := range all {
+		steps := make([]string, len(m.Steps))
+		for i, n := range m.Steps {
+			steps[i] = strconv.Itoa(n)
+		}
+		files := regexp.MustCompile(`(?m)^\+\+\+ b/(\S+)`).FindAllStringSubmatch(string(m.Patch), -1)
+		names := []string{}
+		for _, f := range files {
+			if !slices.Contains(names, f[1]) {
+				names = append(names, f[1])
+			}
+		}
+		slices.Sort(names)
+		want := fmt.Sprintf("| `%s` | %s | %s | %s | %s |", m.Name, m.Comment, strings.Join(steps, ", "),
+			strings.Join(m.Crash, ", "), strings.Join(names, ", "))
+		if got := rows[m.Name]; normalize(got) != normalize(want) {
+			t.Errorf("mutant table row for %s:\n got %s\nwant %s", m.Name, got, want)
+		}
+	}
+}
+
+// normalize drops the cell padding a Markdown table may carry.
+func normalize(row string) string {
+	return regexp.MustCompile(`\s*\|\s*`).ReplaceAllString(row, "|")
 }
