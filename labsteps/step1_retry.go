@@ -22,7 +22,8 @@ var step1 = Step{
 		"1 ms … one year, now ≥ 0): each refusal exits 3, prints nothing on stdout and leaves the queue file as it was; " +
 		"each accepted job is new as the contract says (pending, due now, deadline now+window, attempts 0, token 0, " +
 		"defaults 5 and 86400000). enqueue, claim and show refuse a missing queue file (exit 4) without creating " +
-		"it, and a text file or another application's SQLite file (exit 5) without changing it.",
+		"it, and a text file or another application's SQLite file (exit 5) without changing it. `queuectl check` says ok " +
+		"(exit 0) of a healthy queue and exits 5 once its b-tree pages are damaged on disk.",
 	Why: "A retry that fires at once takes the slot of healthy orders; one that never stops hides a " +
 		"poison order forever. Deterministic jitter spreads retries out and still lets anyone predict them.",
 	run: runStep1,
@@ -219,4 +220,52 @@ func notAQueue(h *Harness) {
 		rs = append(rs, Refusal{What: "another application's SQLite file (a table notes, no table jobs, user_version 99) as the queue", Call: c, Code: 5, Why: whyNot})
 	}
 	h.ExpectRefused(rs, nil)
+	damagedQueue(h)
+}
+
+// damagedQueue: `queuectl check` finds a healthy queue healthy (exit 0,
+// {"ok":true,…}) and one whose b-tree pages were damaged on disk damaged
+// (exit 5), whatever the implementation's schema: every page after the
+// first that is a b-tree page gets an invalid page type, which SQLite's
+// integrity check, the first thing check runs (CONTRACT §3), reports.
+func damagedQueue(h *Harness) {
+	h.UseQueue("queue-damaged.db")
+	h.Init()
+	for i := range 3 {
+		h.MustEnqueue(fmt.Sprintf("o-%d", i+1), 7, t0)
+	}
+	why := "CONTRACT §3: check runs SQLite's integrity check, then the contract's invariants, and exits 5 listing the problems; an operator runs it after a crash or a disk error to learn whether the queue can be trusted"
+	r := h.q("check", -1)
+	h.ExpectExit("`queuectl check` of a healthy queue", 0, r, why)
+	var ok struct {
+		OK *bool `json:"ok"`
+	}
+	if r.Code == 0 {
+		h.parse(r, &ok)
+	}
+	h.Equal("…says ok", "ok=true", fmt.Sprintf("ok=%s", show(ok.OK)), why)
+
+	b, err := os.ReadFile(h.DB)
+	if err != nil || len(b) < 100 {
+		h.Fatalf("the harness reads the queue file", "a SQLite file", why, "%d bytes, %v", len(b), err)
+	}
+	size := int(b[16])<<8 | int(b[17])
+	if size == 1 {
+		size = 65536
+	}
+	damaged := 0
+	for off := size; off+size <= len(b); off += size {
+		switch b[off] {
+		case 2, 5, 10, 13: // interior/leaf index and table b-tree pages
+			b[off] = 0
+			damaged++
+		}
+	}
+	if err := os.WriteFile(h.DB, b, 0o644); err != nil || damaged == 0 {
+		h.Fatalf("the harness damages the queue file's b-tree pages", "at least one page damaged", why, "%d pages damaged, %v", damaged, err)
+	}
+	h.Action(fmt.Sprintf("damage the page type of %d b-tree page(s) of the queue file on disk", damaged), noClock)
+	r = h.q("check", -1)
+	h.ExpectExit("`queuectl check` of the damaged queue finds the damage", 5, r,
+		why+"; a check that says ok without looking gives a false all-clear on exactly the day it is needed")
 }
