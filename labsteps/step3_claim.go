@@ -254,6 +254,7 @@ func claimBounds(h *Harness) {
 	h.Init()
 	h.MustEnqueue("b-1", 7, t0)
 	h.MustEnqueue("b-2", 7, t0)
+	h.MustEnqueue("b-3", 7, t0)
 	whyOwner := "an owner is an identifier like an order id (CONTRACT §1): 1–64 bytes of A–Z a–z 0–9 . _ : - starting with a letter or digit, safe in logs and alerts"
 	whyLease := "a lease is 1 ms to one day (CONTRACT §1): a lease of 0 is spent the moment it is granted, and a longer one hides a crashed holder's job for days"
 	claim := func(owner, lease string) Call {
@@ -283,4 +284,11 @@ func claimBounds(h *Harness) {
 		h.Equal("…and leases a job to that owner until now+lease", fmt.Sprintf("owner=%s lease_until=%d", a.owner, t0+a.lease),
 			fmt.Sprintf("owner=%s lease_until=%s", show(cl.Job.Owner), show(cl.Job.LeaseUntil)), a.why)
 	}
+	r := h.q("claim", t0, "--owner", "D")
+	h.ExpectExit("a claim without --lease-ms is accepted", 0, r, "the lease has a default")
+	var cl Claimed
+	h.parse(r, &cl)
+	h.Equal("…and leases for the default 30000 ms", fmt.Sprintf("owner=D lease_until=%d", t0+30000),
+		fmt.Sprintf("owner=%s lease_until=%s", show(cl.Job.Owner), show(cl.Job.LeaseUntil)),
+		"CONTRACT §3: --lease-ms defaults to 30000; the default decides how long a crashed holder's job stays away, and every program that claims must agree on it")
 }

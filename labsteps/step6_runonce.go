@@ -440,11 +440,11 @@ func claimInBody(h *Harness) {
 	h.MustFinish(id, c.Job.Token, "permanent", t0+1)
 	d := h.Redrive(id, "T-1", t0+2)
 	h.ExpectExit("the harness redrives "+id, 0, d.Run, id+" is dead (permanent) and the note is a ticket id")
-	run := h.RunSender("S", SenderOpts{URL: fake.URL, Now: t0 + 3, LeaseMs: 30000})
+	run := h.RunSender("S", SenderOpts{URL: fake.URL, Now: t0 + 3}) // --lease-ms left to its default, 30000
 	why := "CONTRACT §4: the order goes as {\"id\",\"qty\",\"token\"}: the job's qty and the token of this claim, which the receiver records to show which grant landed; " +
 		"after a redrive the token goes on from where it was (2) while the attempts start again (1)"
 	claimed, _ := run.Event("claimed")
-	h.Equal("S's claimed event: the job's id and qty, token 2, attempt 1, lease_until = now + lease",
+	h.Equal("S's claimed event: the job's id and qty, token 2, attempt 1, lease_until = now + the default lease (30000 ms)",
 		fmt.Sprintf("id=%s qty=3 token=2 attempt=1 lease_until=%d", id, t0+3+30000),
 		fmt.Sprintf("id=%s qty=%d token=%d attempt=%d lease_until=%d", claimed.Str("id"), claimed.Int("qty"),
 			claimed.Int("token"), claimed.Int("attempt"), claimed.Int("lease_until")),
