@@ -53,6 +53,17 @@ func retryDecision(h *Harness) {
 		d := backoffCeiling(c.Attempt)
 		h.Equal(fmt.Sprintf("backoff(%s, %d), within [%d, %d]", c.ID, c.Attempt, d/2, d), want, got[i], whyBackoff)
 	}
+	whyAttempt := "`queuectl backoff` takes an attempt 1 … 1000 and an order id (CONTRACT §3, §1): attempt 0 has no delay to speak of, and a value outside the range is invalid input, exit 3, nothing on stdout"
+	bad := [][]string{{"--id", "o-1", "--attempt", "0"}, {"--id", "o-1", "--attempt", "1001"}, {"--id", "o 1", "--attempt", "1"}}
+	cmds := make([][]string, len(bad))
+	for i, b := range bad {
+		cmds[i] = append([]string{"queuectl", "backoff", "--json"}, b...)
+	}
+	for i, r := range h.execAll(cmds) {
+		what := strings.Join(bad[i], " ")
+		h.ExpectExit("`queuectl backoff "+what+"` is refused", 3, r, whyAttempt)
+		h.Equal("…and prints nothing on stdout ("+what+")", "", trim(r.Stdout), whyAttempt)
+	}
 
 	h.Init()
 	const window = 5000
