@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -511,16 +512,15 @@ func senderBounds(h *Harness) {
 	before := h.Snapshot()
 	cmds := make([][]string, len(cases))
 	for i, c := range cases {
-		args := []string{"run-once", "--db", h.DB, "--url", fake.URL, "--owner", "S", "--json"}
-		if c.flag != "--now-ms" {
-			args = append(args, "--now-ms", fmt.Sprint(t0))
+		// Every flag the case does not set keeps a valid value.
+		flags := map[string]string{"--owner": "S", "--now-ms": fmt.Sprint(t0), c.flag: c.value}
+		cmds[i] = []string{"sender", "run-once", "--db", h.DB, "--url", fake.URL, "--json"}
+		for _, f := range []string{"--owner", "--now-ms", c.flag} {
+			if v, ok := flags[f]; ok {
+				cmds[i] = append(cmds[i], f, v)
+				delete(flags, f)
+			}
 		}
-		if c.flag == "--owner" {
-			args[6] = c.value
-		} else {
-			args = append(args, c.flag, c.value)
-		}
-		cmds[i] = append([]string{"sender"}, args...)
 	}
 	runs := h.execAll(cmds)
 	why := "CONTRACT §4, §6: each flag has its range, and a value outside it is invalid input: exit 3, one line on stderr, and nothing claimed or sent, since the job would otherwise run under a lease, a timeout or a clock nobody asked for"
@@ -535,6 +535,25 @@ func senderBounds(h *Harness) {
 	}
 	h.expectUnchanged(before, nil, why, "sender run-once with each flag outside its range")
 	h.Equal("the receiver got nothing", 0, len(fake.RequestsFor(id)), why)
+
+	// The other side of each bound: the extreme values are accepted. The
+	// crash switch makes each run end at a known code once it has the
+	// response (or none, within a 1 ms timeout), whatever the answer.
+	// bound-2 is due at 0, bound-3 just before 2^53−1; the lower run goes
+	// first, since the upper one's clock is past bound-2's deadline.
+	for _, b := range []string{"bound-2", "bound-3"} {
+		fake.On(b, Answer{Status: 200, Body: `{"ack":true}`})
+	}
+	h.MustEnqueue("bound-2", 7, 0)
+	h.MustEnqueue("bound-3", 7, 9007199254740991-1000)
+	base := []string{"run-once", "--db", h.DB, "--url", fake.URL, "--json"}
+	low := h.exec("sender", slices.Concat(base, []string{"--owner", "9", "--now-ms", "0",
+		"--lease-ms", "1", "--timeout-ms", "1", "--busy-timeout-ms", "0", "--exit-after-receipt", "1"})...)
+	high := h.exec("sender", slices.Concat(base, []string{"--owner", strings.Repeat("S", 64), "--now-ms", "9007199254740991",
+		"--lease-ms", "86400000", "--timeout-ms", "86400000", "--busy-timeout-ms", "86400000", "--exit-after-receipt", "125"})...)
+	whyOK := "CONTRACT §4: the ends of each range are valid; here the crash switch then ends the run with its code"
+	h.ExpectExit("`sender run-once` with every flag at its lower end (owner \"9\", now 0, lease and timeout 1 ms, busy timeout 0, --exit-after-receipt 1)", 1, low, whyOK)
+	h.ExpectExit("`sender run-once` with every flag at its upper end (a 64-byte owner, now 2^53−1, lease, timeout and busy timeout one day, --exit-after-receipt 125)", 125, high, whyOK)
 }
 
 // receiverBounds starts the receiver with each flag one step outside its
@@ -584,6 +603,10 @@ func receiverBounds(h *Harness) {
 		_, err := os.Stat(dbs[i])
 		h.Equal("…and creates no database file ("+what+")", "absent", presence(err), why)
 	}
+	// The other side: the ends of each range start a receiver (StartReceiver
+	// fails the step unless it announces its address).
+	h.StartReceiver("receiver-upper.db", "--busy-timeout-ms", "86400000", "--fail-next", "1000000", "--hold-next", "1000000")
+	h.StartReceiver("receiver-lower.db", "--busy-timeout-ms", "1", "--fail-next", "0", "--hold-next", "0", "--loose-ack", "ok")
 }
 
 // heldAnswer is a gate for the fake receiver's Answer.Hold: the answer waits

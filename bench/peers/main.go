@@ -342,8 +342,7 @@ func newSnacklabLoop(path string) *system {
 		}
 		return tx.Commit()
 	}
-	enqueue, closeQueue := s.enqueue, s.close
-	s.enqueue = enqueue
+	closeQueue := s.close
 	s.deliver = func(ctx context.Context, n int) error {
 		for range n {
 			if err := step(ctx); err != nil {

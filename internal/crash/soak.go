@@ -98,13 +98,7 @@ func Soak(ctx context.Context, cfg Config, dir string, progress func(string)) (*
 		mu.Lock()
 		delete(running, cmd.Process.Pid)
 		mu.Unlock()
-		w.mu.Lock()
-		w.procs++
-		w.mu.Unlock()
-		res := result{Argv: append([]string{prog}, args...), Stdout: stdout.String(), Stderr: stderr.String()}
-		res.Code, res.Signal = status(cmd.ProcessState, err)
-		w.note(res)
-		return res
+		return w.ended(prog, args, &stdout, &stderr, cmd.ProcessState, err)
 	}
 	stopped := func() bool {
 		select {

@@ -116,11 +116,16 @@ func (w *world) run(prog string, args ...string) result {
 	cmd.Dir = w.logs
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	err := cmd.Run()
+	return w.ended(prog, args, &stdout, &stderr, cmd.ProcessState, err)
+}
+
+// ended counts a finished process and records what it reported.
+func (w *world) ended(prog string, args []string, stdout, stderr *bytes.Buffer, ps *os.ProcessState, err error) result {
 	w.mu.Lock()
 	w.procs++
 	w.mu.Unlock()
 	res := result{Argv: append([]string{prog}, args...), Stdout: stdout.String(), Stderr: stderr.String()}
-	res.Code, res.Signal = status(cmd.ProcessState, err)
+	res.Code, res.Signal = status(ps, err)
 	w.note(res)
 	return res
 }

@@ -135,12 +135,13 @@ func CallPath(c Call) string {
 		}
 	}
 	switch c.Name {
-	case "unlink", "rename", "truncate", "unlinkat", "renameat", "renameat2":
-		switch {
-		case quoted == "":
+	case "unlink", "rename", "truncate":
+		if quoted == "" {
 			return c.Path
-		case c.Name != "unlink" && c.Name != "rename" && c.Name != "truncate" &&
-			!filepath.IsAbs(quoted) && c.Path != "":
+		}
+		return quoted
+	case "unlinkat", "renameat", "renameat2":
+		if quoted == "" || (c.Path != "" && !filepath.IsAbs(quoted)) {
 			return filepath.Join(c.Path, quoted)
 		}
 		return quoted

@@ -174,7 +174,7 @@ func TestMutantTableMatchesTheHeaders(t *testing.T) {
 		for i, n := range m.Steps {
 			steps[i] = strconv.Itoa(n)
 		}
-		files := regexp.MustCompile(`(?m)^\+\+\+ b/(\S+)`).FindAllStringSubmatch(string(m.Patch), -1)
+		files := patchedFile.FindAllStringSubmatch(string(m.Patch), -1)
 		names := []string{}
 		for _, f := range files {
 			if !slices.Contains(names, f[1]) {
@@ -190,7 +190,10 @@ func TestMutantTableMatchesTheHeaders(t *testing.T) {
 	}
 }
 
+var (
+	patchedFile = regexp.MustCompile(`(?m)^\+\+\+ b/(\S+)`)
+	cellPadding = regexp.MustCompile(`\s*\|\s*`)
+)
+
 // normalize drops the cell padding a Markdown table may carry.
-func normalize(row string) string {
-	return regexp.MustCompile(`\s*\|\s*`).ReplaceAllString(row, "|")
-}
+func normalize(row string) string { return cellPadding.ReplaceAllString(row, "|") }
