@@ -3,7 +3,6 @@ package labsteps_test
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,34 +12,9 @@ import (
 	"time"
 
 	"snacklab/labsteps"
+	"snacklab/labsteps/report"
+	"snacklab/labsteps/result"
 )
-
-func TestDeriveLimits(t *testing.T) {
-	const ms = time.Millisecond
-	for _, tc := range []struct {
-		name      string
-		cal       labsteps.Calibration
-		load      float64
-		timeout   time.Duration
-		wantWait  time.Duration
-		wantStep  time.Duration
-		wantDrain time.Duration
-	}{
-		{"fast and idle: the floors", labsteps.Calibration{Start: 3 * ms, Listen: 9 * ms}, 0.2, 0, 10 * time.Second, time.Minute, 5 * time.Second},
-		{"slow start: 40 starts a wait, 400 a step", labsteps.Calibration{Start: 300 * ms, Listen: 320 * ms}, 0, 0, 12800 * ms, 128 * time.Second, 6400 * ms},
-		{"busy machine: floors scaled by load per core", labsteps.Calibration{Start: 3 * ms, Load: 3}, 2, 0, 30 * time.Second, 3 * time.Minute, 15 * time.Second},
-		{"load seen now counts too", labsteps.Calibration{Start: 3 * ms}, 4, 0, 40 * time.Second, 4 * time.Minute, 20 * time.Second},
-		{"scaling stops at 10", labsteps.Calibration{Start: 3 * ms, Load: 25}, 0, 0, 100 * time.Second, 10 * time.Minute, 50 * time.Second},
-		{"--timeout fixes the step limit only", labsteps.Calibration{Start: 300 * ms}, 0, 90 * time.Second, 12 * time.Second, 90 * time.Second, 6 * time.Second},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			l := labsteps.DeriveLimits(tc.cal, tc.load, tc.timeout)
-			if got, want := fmt.Sprint(l.Wait, l.Step, l.Drain), fmt.Sprint(tc.wantWait, tc.wantStep, tc.wantDrain); got != want {
-				t.Errorf("DeriveLimits(%+v, %v, %v): wait, step, drain = %s, want %s", tc.cal, tc.load, tc.timeout, got, want)
-			}
-		})
-	}
-}
 
 // wrapBin writes a directory whose queuectl, sender and receiver are shell
 // scripts: each runs prelude[prog] (if any) and then execs the real program
@@ -85,13 +59,13 @@ func busyLoops(t testing.TB, n int) {
 // output that may have been cut is never judged.
 func TestTimeoutIsNotAWrongAnswer(t *testing.T) {
 	t.Parallel()
-	short := labsteps.Limits{Wait: 2 * time.Second, Block: time.Second, Drain: 300 * time.Millisecond, Step: 4 * time.Second}
+	short := result.Limits{Wait: 2 * time.Second, Block: time.Second, Drain: 300 * time.Millisecond, Step: 4 * time.Second}
 	for _, tc := range []struct {
 		name    string
 		step    string
 		prelude map[string]string
-		limits  *labsteps.Limits
-		want    string // verdict
+		limits  *result.Limits
+		want    result.Verdict
 		says    string // in the failed check or the problem
 	}{
 		// Step 8 starts receivers (step 7 races against the lab's own server).
@@ -102,7 +76,7 @@ func TestTimeoutIsNotAWrongAnswer(t *testing.T) {
 		{"a queuectl whose output stays open after it ends", "1",
 			map[string]string{"queuectl": "setsid sleep 3 &"}, &short, "TIMEOUT", "not read to its end"},
 		{"the step's time limit", "8",
-			map[string]string{"sender": "exec sleep 30"}, &labsteps.Limits{Wait: time.Minute, Block: time.Second, Drain: time.Second, Step: 2 * time.Second},
+			map[string]string{"sender": "exec sleep 30"}, &result.Limits{Wait: time.Minute, Block: time.Second, Drain: time.Second, Step: 2 * time.Second},
 			"TIMEOUT", "time limit of 2s"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -117,7 +91,7 @@ func TestTimeoutIsNotAWrongAnswer(t *testing.T) {
 			if got := r.Verdict(); got != tc.want {
 				t.Fatalf("verdict %s, want %s:\n%s", got, tc.want, r.Detail())
 			}
-			if got := r.Summary(); !strings.HasPrefix(got, tc.want+"  "+tc.step+" ") {
+			if got := r.Summary(); !strings.HasPrefix(got, string(tc.want)+"  "+tc.step+" ") {
 				t.Errorf("Summary() = %q, want it to start with %q", got, tc.want)
 			}
 			if !strings.Contains(r.Detail(), tc.says) {
@@ -130,13 +104,13 @@ func TestTimeoutIsNotAWrongAnswer(t *testing.T) {
 				t.Errorf("a timed-out step's detail does not say so:\n%s", r.Detail())
 			}
 			var gs, ju bytes.Buffer
-			if err := labsteps.WriteGradescope(&gs, []labsteps.Result{r}, time.Second); err != nil {
+			if err := report.WriteGradescope(&gs, []result.Result{r}, time.Second); err != nil {
 				t.Fatal(err)
 			}
-			if err := labsteps.WriteJUnit(&ju, []labsteps.Result{r}, time.Second); err != nil {
+			if err := report.WriteJUnit(&ju, []result.Result{r}, time.Second); err != nil {
 				t.Fatal(err)
 			}
-			for _, want := range []string{`"output": "TIMEOUT  ` + tc.step, "1 timed out", "Limits: each wait"} {
+			for _, want := range []string{`"output": "TIMEOUT  Step ` + tc.step, "1 timed out", "Limits: each wait"} {
 				if !strings.Contains(gs.String(), want) {
 					t.Errorf("results.json lacks %q:\n%s", want, gs.String())
 				}
@@ -181,7 +155,7 @@ func TestSlowImplementationUnderLoad(t *testing.T) {
 		var bad []string
 		for _, r := range results {
 			if !r.Pass {
-				bad = append(bad, r.Step.Name()+" "+r.Verdict())
+				bad = append(bad, r.Step.Name()+" "+string(r.Verdict()))
 				t.Errorf("run %d: step %d %s against the slow reference:\n%s", i+1, r.Step.Num, r.Verdict(), r.Detail())
 			}
 		}

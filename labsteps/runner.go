@@ -6,26 +6,21 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime/debug"
-	"sort"
-	"strconv"
+	"slices"
+	"strings"
 	"sync"
 	"time"
+
+	"snacklab/labsteps/harness"
+	"snacklab/labsteps/result"
 )
 
-// Step is one numbered lab step.
+// Step is one numbered lab step: what a result says about it, and the
+// story it runs.
 type Step struct {
-	Num   int
-	Slug  string // short name: retry, durable, claim…
-	Title string // what a learner reads in the PASS/FAIL line
-	// Checks says in one paragraph what the step checks; Why says why it matters.
-	Checks string
-	Why    string
-	run    func(h *Harness)
+	result.Step
+	run func(h *harness.Harness)
 }
-
-// Name is "3 claim".
-func (s Step) Name() string { return strconv.Itoa(s.Num) + " " + s.Slug }
 
 // Steps lists the eight steps in order.
 func Steps() []Step {
@@ -66,65 +61,24 @@ type Config struct {
 	// Calibration is the implementation's measured start and answer times
 	// that every wait is derived from. Nil: RunSteps measures it once for
 	// the run, and RunStep called alone measures it for its step.
-	Calibration *Calibration
+	Calibration *result.Calibration
 	// Limits, when set, are used as they are instead of derived ones (the
 	// harness's own tests use short ones).
-	Limits *Limits
-}
-
-// Result is what one step found.
-type Result struct {
-	Step      Step
-	Pass      bool
-	Took      time.Duration
-	Checks    []Check
-	Events    []Event
-	Narrative string
-	Dir       string // the work dir; "" once removed (a passing step without Keep)
-	LogDir    string
-	Problem   string        // the harness itself went wrong (a panic, a missing dir)
-	Procs     int           // processes the step started
-	Commits   int           // commits they made, counted from what they printed
-	Waits     time.Duration // time spent waiting for the real clock
-	// TimedOut says the step failed because a wait ran out (a process still
-	// running, output still open, the step's time limit), not because of a
-	// wrong answer: on a busy machine, re-run before believing it.
-	TimedOut bool
-	// Limits are the waits the step ran with, and the calibration they
-	// were derived from.
-	Limits Limits
-}
-
-// Verdict is PASS, FAIL (a wrong answer, or the harness went wrong) or
-// TIMEOUT (a wait ran out: see TimedOut).
-func (r Result) Verdict() string {
-	switch {
-	case r.Pass:
-		return "PASS"
-	case r.TimedOut:
-		return "TIMEOUT"
-	}
-	return "FAIL"
-}
-
-// Failed is the check that failed the step, or nil.
-func (r Result) Failed() *Check {
-	for i := range r.Checks {
-		if !r.Checks[i].OK {
-			return &r.Checks[i]
-		}
-	}
-	return nil
+	Limits *result.Limits
+	// Judged, when set, is the identity every program under test runs as
+	// (lab run --judged-uid, in a grading container): the lab keeps its
+	// logs and traces where it cannot write (harness.Judged).
+	Judged *harness.Judged
 }
 
 // RunSteps runs steps, at most cfg.Parallel at once, and hands each result to
 // report in step order as soon as it and every step before it are done.
-func RunSteps(ctx context.Context, cfg Config, steps []Step, report func(Result)) []Result {
+func RunSteps(ctx context.Context, cfg Config, steps []Step, report func(result.Result)) []result.Result {
 	n := cfg.Parallel
 	if n <= 0 || n > len(steps) {
 		n = len(steps)
 	}
-	results := make([]Result, len(steps))
+	results := make([]result.Result, len(steps))
 	done := make([]chan struct{}, len(steps))
 	for i := range done {
 		done[i] = make(chan struct{})
@@ -156,9 +110,9 @@ func RunSteps(ctx context.Context, cfg Config, steps []Step, report func(Result)
 }
 
 // RunStep runs one step in a fresh work dir and cleans up after it.
-func RunStep(ctx context.Context, cfg Config, s Step) (res Result) {
+func RunStep(ctx context.Context, cfg Config, s Step) (res result.Result) {
 	t0 := time.Now()
-	res = Result{Step: s}
+	res = result.Result{Step: s.Step}
 	defer func() { res.Took = time.Since(t0) }()
 	bin, err := filepath.Abs(cfg.Bin)
 	if err == nil {
@@ -176,7 +130,7 @@ func RunStep(ctx context.Context, cfg Config, s Step) (res Result) {
 		ctx, cancel = context.WithTimeout(ctx, cfg.StepTimeout)
 		defer cancel()
 	}
-	var cal Calibration
+	var cal result.Calibration
 	switch {
 	case cfg.Limits != nil:
 		res.Limits = *cfg.Limits
@@ -187,7 +141,7 @@ func RunStep(ctx context.Context, cfg Config, s Step) (res Result) {
 	}
 	if cfg.Limits == nil {
 		// The run's calibration, with the floors scaled by the load now.
-		res.Limits = DeriveLimits(cal, LoadPerCore(), cfg.StepTimeout)
+		res.Limits = result.DeriveLimits(cal, harness.LoadPerCore(), cfg.StepTimeout)
 	}
 	timeout := res.Limits.Step
 	ctx, cancel := context.WithTimeout(ctx, timeout)
@@ -197,41 +151,15 @@ func RunStep(ctx context.Context, cfg Config, s Step) (res Result) {
 		res.Problem = err.Error()
 		return res
 	}
-	h := newHarness(ctx, dir, bin)
-	h.setLimits(res.Limits)
-	h.Narrate("step %d: %s", s.Num, s.Title)
-	func() {
-		defer func() {
-			if r := recover(); r != nil {
-				if _, ok := r.(stepFailed); !ok {
-					res.Problem = fmt.Sprintf("lab harness panic: %v\n%s", r, debug.Stack())
-				}
-			}
-		}()
-		s.run(h)
-	}()
-	h.cleanup()
-	h.mu.Lock()
-	res.Checks = append([]Check(nil), h.checks...)
-	res.Events = append([]Event(nil), h.events...)
-	// In time order within each section, sections in the order the step
-	// declared them (parts run by Parallel overlap in time).
-	secIdx := map[string]int{}
-	for _, e := range res.Events {
-		if _, ok := secIdx[e.Section]; !ok {
-			secIdx[e.Section] = len(secIdx)
-		}
+	h, err := harness.NewStep(ctx, dir, bin, res.Limits, cfg.Judged)
+	if err != nil {
+		os.RemoveAll(dir)
+		res.Problem = "the step's directories: " + err.Error()
+		return res
 	}
-	sort.SliceStable(res.Events, func(i, j int) bool {
-		a, b := res.Events[i], res.Events[j]
-		if secIdx[a.Section] != secIdx[b.Section] {
-			return secIdx[a.Section] < secIdx[b.Section]
-		}
-		return a.At < b.At
-	})
-	res.Narrative = h.narr.String()
-	res.Procs, res.Commits, res.Waits = h.nproc, int(h.commits.Load()), h.waited
-	h.mu.Unlock()
+	h.Narrate("step %d: %s", s.Num, s.Title)
+	res.Problem = h.Do(s.run)
+	h.Record(&res)
 	res.Pass = res.Problem == "" && res.Failed() == nil && len(res.Checks) > 0
 	if res.Problem == "" && len(res.Checks) == 0 {
 		res.Problem = "the step made no checks"
@@ -240,29 +168,37 @@ func RunStep(ctx context.Context, cfg Config, s Step) (res Result) {
 		res.Problem = fmt.Sprintf("time limit of %v reached", timeout)
 		res.TimedOut = true
 	}
-	if c := res.Failed(); c != nil && c.TimedOut {
+	// TIMEOUT only when every failure was a wait running out: a wrong
+	// answer in one part is a FAIL whatever another part waited for.
+	if fails := res.Failures(); len(fails) > 0 && !slices.ContainsFunc(fails, func(c result.Check) bool { return !c.TimedOut }) {
 		res.TimedOut = true
 	}
 	res.Dir, res.LogDir = dir, h.LogDir
 	if res.Pass && !cfg.Keep {
 		os.RemoveAll(dir)
 		res.Dir, res.LogDir = "", ""
-	} else {
-		err := errors.Join(h.writeLogs(), os.WriteFile(filepath.Join(dir, "lab.log"), []byte(res.Narrative), 0o644))
-		if err != nil && res.Problem == "" {
-			res.Problem = "write logs: " + err.Error()
-		}
+	} else if err := h.WriteLogs(); err != nil && res.Problem == "" {
+		res.Problem = "write logs: " + err.Error()
 	}
 	return res
 }
 
-// countTimedOut counts the results that timed out.
-func countTimedOut(rs []Result) int {
-	n := 0
-	for _, r := range rs {
-		if r.TimedOut {
-			n++
-		}
+// Calibrate measures cfg.Bin for a run of cfg, within its step time limit
+// when one is given, and folds a failure into the note: the steps then run
+// with the floors and say themselves what is wrong.
+func (cfg Config) Calibrate(ctx context.Context) result.Calibration {
+	if cfg.StepTimeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, cfg.StepTimeout)
+		defer cancel()
 	}
-	return n
+	bin, err := filepath.Abs(cfg.Bin)
+	if err != nil {
+		return result.Calibration{Note: err.Error()}
+	}
+	c, err := harness.CalibrateAs(ctx, bin, cfg.WorkRoot, cfg.Judged)
+	if err != nil {
+		c.Note = strings.TrimPrefix(c.Note+"; calibration stopped: "+err.Error(), "; ")
+	}
+	return c
 }

@@ -1,10 +1,15 @@
 package labsteps
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+
+	"snacklab/labsteps/harness"
+	"snacklab/labsteps/result"
 )
 
 // t0 is the injected clock at the start of every step, in ms. Any value would
@@ -12,59 +17,69 @@ import (
 const t0 = 10_000
 
 var step1 = Step{
-	Num: 1, Slug: "retry",
-	Title: "Retry function: backoff, cap, jitter, and the retry/exhausted/deadline decision",
-	Checks: "`queuectl backoff` gives exactly the contract's delay (base 1 s doubling to a 60 s cap, " +
-		"with jitter from FNV-1a of \"id:attempt\"), and `finish retry` decides at each boundary: " +
-		"budget left → pending at now+backoff; attempts = max → dead(exhausted), even past the deadline; " +
-		"next = deadline → dead(deadline); next = deadline−1 → pending. Enqueue takes every value at both sides of " +
-		"its bounds (id 64 bytes and a first letter or digit, qty 1 … 1000000, max attempts 1 … 1000, deadline window " +
-		"1 ms … one year, now ≥ 0): each refusal exits 3, prints nothing on stdout and leaves the queue file as it was; " +
-		"each accepted job is new as the contract says (pending, due now, deadline now+window, attempts 0, token 0, " +
-		"defaults 5 and 86400000). enqueue, claim and show refuse a missing queue file (exit 4) without creating " +
-		"it, and a text file or another application's SQLite file (exit 5) without changing it. `queuectl check` says ok " +
-		"(exit 0) of a healthy queue and exits 5 once its b-tree pages are damaged on disk.",
-	Why: "A retry that fires at once takes the slot of healthy orders; one that never stops hides a " +
-		"poison order forever. Deterministic jitter spreads retries out and still lets anyone predict them.",
+	Step: result.Step{
+		Num: 1, Slug: "retry",
+		Title: "Retry function: backoff, cap, jitter, and the retry/exhausted/deadline decision",
+		Checks: "`queuectl backoff` gives exactly the contract's delay (base 1 s doubling to a 60 s cap, " +
+			"with jitter from FNV-1a of \"id:attempt\"), and `finish retry` decides at each boundary: " +
+			"budget left → pending at now+backoff; attempts = max → dead(exhausted), even past the deadline; " +
+			"next = deadline → dead(deadline); next = deadline−1 → pending. Enqueue takes every value at both sides of " +
+			"its bounds (id 64 bytes and a first letter or digit, qty 1 … 1000000, max attempts 1 … 1000, deadline window " +
+			"1 ms … one year, now ≥ 0): each refusal exits 3, prints nothing on stdout and leaves the queue file as it was; " +
+			"each accepted job is new as the contract says (pending, due now, deadline now+window, attempts 0, token 0, " +
+			"defaults 5 and 86400000). enqueue, claim and show refuse a missing queue file (exit 4) without creating " +
+			"it, and a text file or another application's SQLite file (exit 5) without changing it. `queuectl check` says ok " +
+			"(exit 0) of a healthy queue and exits 5 once its b-tree pages are damaged on disk. " +
+			"init too refuses another application's unmarked SQLite file (exit 5, unchanged), and every verb a file in WAL mode; " +
+			"stats, check, finish, redrive, investigate and the sender refuse a missing file (exit 4, nothing created); init " +
+			"refuses a missing directory; a bad flag value is 3 (or 2) even with the file missing, with one stderr line; each program's help exits 0 naming its flags.",
+		Why: "A retry that fires at once takes the slot of healthy orders; one that never stops hides a " +
+			"poison order forever. Deterministic jitter spreads retries out and still lets anyone predict them.",
+	},
 	run: runStep1,
 }
 
-func runStep1(h *Harness) {
+func runStep1(h *harness.Harness) {
 	h.Parallel(
-		Part{"a: backoff and the retry decision", retryDecision},
-		Part{"b: enqueue's values at their bounds", enqueueBounds},
-		Part{"c: a missing file, and files that are not a queue", notAQueue},
+		harness.Part{Name: "a: backoff and the retry decision", Run: retryDecision},
+		harness.Part{Name: "b: enqueue's values at their bounds", Run: enqueueBounds},
+		harness.Part{Name: "c: a missing file, and files that are not a queue", Run: notAQueue},
+		harness.Part{Name: "d: no program takes over a file that is not its queue", Run: theirFiles},
+		harness.Part{Name: "e: every program's help names its flags", Run: helpTexts},
 	)
 }
 
 // retryDecision: the backoff formula, and finish retry at each boundary.
-func retryDecision(h *Harness) {
+func retryDecision(h *harness.Harness) {
+	h.Clause("§2.backoff.formula", "§3.backoff.json") // the delays are read from backoff --json
 	whyBackoff := "the delay is part of the contract: exponential so a failing receiver is not hammered, " +
 		"capped so a job is retried within a minute, jittered from the id so retries spread out yet stay predictable"
-	var cases []BackoffCase
+	var cases []harness.BackoffCase
 	for a := 1; a <= 8; a++ {
-		cases = append(cases, BackoffCase{"o-1", a})
+		cases = append(cases, harness.BackoffCase{ID: "o-1", Attempt: a})
 	}
-	cases = append(cases, BackoffCase{"snack:order-9", 1}, BackoffCase{"snack:order-9", 6},
-		BackoffCase{"snack:order-9", 7}, BackoffCase{"snack:order-9", 1000})
+	cases = append(cases, harness.BackoffCase{ID: "snack:order-9", Attempt: 1}, harness.BackoffCase{ID: "snack:order-9", Attempt: 6},
+		harness.BackoffCase{ID: "snack:order-9", Attempt: 7}, harness.BackoffCase{ID: "snack:order-9", Attempt: 1000})
 	got := h.Backoffs(cases)
 	for i, c := range cases {
 		want := expectedBackoff(c.ID, c.Attempt)
 		d := backoffCeiling(c.Attempt)
 		h.Equal(fmt.Sprintf("backoff(%s, %d), within [%d, %d]", c.ID, c.Attempt, d/2, d), want, got[i], whyBackoff)
 	}
+	h.Clause("§3.backoff.flags", "§3.backoff.json", "§3.stdout.refusal")
 	whyAttempt := "`queuectl backoff` takes an attempt 1 … 1000 and an order id (CONTRACT §3, §1): attempt 0 has no delay to speak of, and a value outside the range is invalid input, exit 3, nothing on stdout"
 	bad := [][]string{{"--id", "o-1", "--attempt", "0"}, {"--id", "o-1", "--attempt", "1001"}, {"--id", "o 1", "--attempt", "1"}}
 	cmds := make([][]string, len(bad))
 	for i, b := range bad {
 		cmds[i] = append([]string{"queuectl", "backoff", "--json"}, b...)
 	}
-	for i, r := range h.execAll(cmds) {
+	for i, r := range h.ExecAll(cmds) {
 		what := strings.Join(bad[i], " ")
 		h.ExpectExit("`queuectl backoff "+what+"` is refused", 3, r, whyAttempt)
-		h.Equal("…and prints nothing on stdout ("+what+")", "", trim(r.Stdout), whyAttempt)
+		h.Equal("…and prints nothing on stdout ("+what+")", "", harness.Trim(r.Stdout), whyAttempt)
 	}
 
+	h.Clause("§3.init.json", "§3.enqueue.json", "§3.claim.json", "§3.finish.json")
 	h.Init()
 	const window = 5000
 	// Four jobs, all due at t0, each to be failed at one boundary.
@@ -75,6 +90,7 @@ func retryDecision(h *Harness) {
 	held := h.ClaimAll("W", 4, t0, 30000)
 
 	// c-ex: attempt 1 of 2 fails → pending at now + backoff(c-ex, 1).
+	h.Clause("§2.finish.retry.pending", "§2.backoff.formula", "§2.claim.due")
 	b1 := expectedBackoff("c-ex", 1)
 	f := h.MustFinish("c-ex", held["c-ex"].Token, "retry", t0)
 	h.Equal("retry with budget left (attempt 1 of 2): state", "pending", f.State,
@@ -82,22 +98,26 @@ func retryDecision(h *Harness) {
 	h.Equal("retry with budget left: available_at = now + backoff(c-ex, 1)", t0+b1, f.AvailableAt, whyBackoff)
 	c := h.Claim("W", t0+b1, 30000)
 	h.Equal("claim at available_at brings c-ex back", "c-ex", c.Job.ID, "a backed-off job is due exactly at available_at")
+	h.Clause("§2.finish.retry.exhausted")
 	f = h.MustFinish("c-ex", c.Job.Token, "retry", t0+b1)
 	h.Equal("retry at attempt 2 of 2: state and reason", "dead(exhausted)", stateReason(*f),
 		"when the last attempt fails the job is quarantined with its evidence, not retried forever")
 
 	// d-both: the last attempt, and the deadline passed too: exhausted wins.
+	h.Clause("§2.finish.retry.exhausted")
 	f = h.MustFinish("d-both", held["d-both"].Token, "retry", t0+b1)
 	h.Equal("retry at attempt 1 of 1 past the deadline: state and reason", "dead(exhausted)", stateReason(*f),
 		"the contract checks the attempt budget first, so the reason names the limit that was really used up")
 
 	// a-dl-eq: fail it so that now + backoff lands exactly on the deadline.
+	h.Clause("§2.finish.retry.deadline")
 	dl := int64(t0 + window)
 	now := dl - expectedBackoff("a-dl-eq", 1)
 	f = h.MustFinish("a-dl-eq", held["a-dl-eq"].Token, "retry", now)
 	h.Equal(fmt.Sprintf("retry whose next try (%d) equals deadline_at (%d): state and reason", dl, dl), "dead(deadline)", stateReason(*f),
 		"a try scheduled at the deadline would already be too late: the deadline is not a time to try at")
 	// b-dl-lt: one ms earlier, the job is retried, at deadline - 1.
+	h.Clause("§2.finish.retry.pending", "§2.finish.retry.deadline")
 	now = dl - expectedBackoff("b-dl-lt", 1) - 1
 	f = h.MustFinish("b-dl-lt", held["b-dl-lt"].Token, "retry", now)
 	h.Equal(fmt.Sprintf("retry whose next try is deadline_at−1 (%d): state", dl-1), "pending", f.State,
@@ -106,7 +126,7 @@ func retryDecision(h *Harness) {
 }
 
 // stateReason is "dead(exhausted)" or "pending".
-func stateReason(j Job) string {
+func stateReason(j harness.Job) string {
 	if j.Reason == nil {
 		return j.State
 	}
@@ -114,14 +134,15 @@ func stateReason(j Job) string {
 }
 
 // newJob describes a job as a fresh enqueue must make it (CONTRACT §2 enqueue).
-func newJob(j Job) string {
+func newJob(j harness.Job) string {
 	return fmt.Sprintf("id=%s qty=%d %s reason=%s attempts=%d max_attempts=%d token=%d owner=%s lease_until=%s available_at=%d deadline_at=%d deadline_window_ms=%d",
-		j.ID, j.Qty, j.State, show(j.Reason), j.Attempts, j.MaxAttempts, j.Token, show(j.Owner), show(j.LeaseUntil), j.AvailableAt, j.DeadlineAt, j.DeadlineWindowMs)
+		j.ID, j.Qty, j.State, harness.Repr(j.Reason), j.Attempts, j.MaxAttempts, j.Token, harness.Repr(j.Owner), harness.Repr(j.LeaseUntil), j.AvailableAt, j.DeadlineAt, j.DeadlineWindowMs)
 }
 
 // enqueueBounds: every value enqueue takes, at both sides of its bounds
 // (CONTRACT §1), and the fields of a new job, defaults included.
-func enqueueBounds(h *Harness) {
+func enqueueBounds(h *harness.Harness) {
+	h.Clause("§3.init.json")
 	h.UseQueue("queue-values.db")
 	h.Init()
 	whyID := "an order id is 1–64 bytes of A–Z a–z 0–9 . _ : - starting with a letter or digit (CONTRACT §1): ids are printed in logs and alerts, so only bounded identifiers get in"
@@ -130,28 +151,65 @@ func enqueueBounds(h *Harness) {
 	whyWindow := "the deadline window is 1 ms … one year (CONTRACT §1): an empty window makes the order late before it starts"
 	whyNow := "the clock is ms since the epoch, never negative (CONTRACT §1)"
 	whyNowMax := "the clock is at most 2^53−1 ms (CONTRACT §1), the largest integer every JSON reader holds exactly: a larger one would be printed as a number some readers round"
-	enq := func(id string, now int64, extra ...string) Call {
-		return Call{Verb: "enqueue", Now: now, Args: append([]string{"--id", id, "--qty", "7"}, extra...)}
+	h.Clause("§1.id", "§1.qty", "§1.max-attempts", "§1.deadline-window", "§1.now", "§1.invalid", "§1.int.range", "§3.stdout.refusal", "§6.nothing-written")
+	enq := func(id string, now int64, extra ...string) harness.Call {
+		return harness.Call{Verb: "enqueue", Now: now, Args: append([]string{"--id", id, "--qty", "7"}, extra...)}
 	}
-	h.ExpectRefused([]Refusal{
+	h.ExpectRefused([]harness.Refusal{
 		{What: "a 65-byte id", Call: enq(strings.Repeat("x", 65), t0), Code: 3, Why: whyID},
 		{What: "id \"-o-1\" (not starting with a letter or digit)", Call: enq("-o-1", t0), Code: 3, Why: whyID},
 		{What: "id \"_o\" (not starting with a letter or digit)", Call: enq("_o", t0), Code: 3, Why: whyID},
 		{What: "id \"o/1\" (a character outside the pattern)", Call: enq("o/1", t0), Code: 3, Why: whyID},
-		{What: "qty 0", Call: Call{Verb: "enqueue", Now: t0, Args: []string{"--id", "q-0", "--qty", "0"}}, Code: 3, Why: whyQty},
-		{What: "qty 1000001", Call: Call{Verb: "enqueue", Now: t0, Args: []string{"--id", "q-big", "--qty", "1000001"}}, Code: 3, Why: whyQty},
+		{What: "qty 0", Call: harness.Call{Verb: "enqueue", Now: t0, Args: []string{"--id", "q-0", "--qty", "0"}}, Code: 3, Why: whyQty},
+		{What: "qty 1000001", Call: harness.Call{Verb: "enqueue", Now: t0, Args: []string{"--id", "q-big", "--qty", "1000001"}}, Code: 3, Why: whyQty},
 		{What: "--max-attempts 0", Call: enq("m-0", t0, "--max-attempts", "0"), Code: 3, Why: whyMax},
 		{What: "--max-attempts 1001", Call: enq("m-big", t0, "--max-attempts", "1001"), Code: 3, Why: whyMax},
 		{What: "--deadline-ms 0", Call: enq("w-0", t0, "--deadline-ms", "0"), Code: 3, Why: whyWindow},
 		{What: "--deadline-ms 31536000001 (a year and 1 ms)", Call: enq("w-big", t0, "--deadline-ms", "31536000001"), Code: 3, Why: whyWindow},
 		{What: "--now-ms -1", Call: enq("n-neg", -1, "--now-ms", "-1"), Code: 3, Why: whyNow},
 		{What: "--now-ms 9007199254740992 (2^53)", Call: enq("n-big", -1, "--now-ms", "9007199254740992"), Code: 3, Why: whyNowMax},
+		{What: "qty 99999999999999999999 (beyond any 64-bit integer)", Call: harness.Call{Verb: "enqueue", Now: t0, Args: []string{"--id", "q-huge", "--qty", "99999999999999999999"}}, Code: 3, Why: whyQty + "; a well-formed number out of range is invalid input (exit 3) however large, not a malformed flag (CONTRACT §1)"},
+		{What: "--max-attempts 18446744073709551616 (2^64)", Call: enq("m-huge", t0, "--max-attempts", "18446744073709551616"), Code: 3, Why: whyMax + "; a well-formed number out of range is invalid input (exit 3) however large, not a malformed flag (CONTRACT §1)"},
 	}, nil)
 
+	// Integers are plain decimal: any other spelling is a usage error (exit 2),
+	// never read as some number.
+	h.Clause("§1.int.plain", "§3.stdout.refusal", "§6.nothing-written")
+	whyPlain := "every integer on a command line is plain decimal: an optional -, then digits with no leading zero (CONTRACT §1); " +
+		"a typo such as 010 or +7 is refused as malformed (exit 2) rather than read as a number the operator may not have meant"
+	var plain []harness.Refusal
+	for _, c := range []struct{ flag, value string }{
+		{"--qty", "010"}, {"--qty", "+7"}, {"--qty", "0x10"}, {"--qty", "1_000"}, {"--qty", "1e3"}, {"--qty", " 7"},
+		{"--max-attempts", "-0"}, {"--max-attempts", "05"}, {"--deadline-ms", "+1000"},
+	} {
+		args := []string{"--id", "plain-1", "--qty", "7", c.flag, c.value}
+		if c.flag == "--qty" {
+			args = []string{"--id", "plain-1", "--qty", c.value}
+		}
+		plain = append(plain, harness.Refusal{What: fmt.Sprintf("%s %q", c.flag, c.value),
+			Call: harness.Call{Verb: "enqueue", Now: t0, Args: args}, Code: 2, Why: whyPlain})
+	}
+	h.ExpectRefused(plain, nil)
+
+	// The shared flags of every verb: --busy-timeout-ms is 0 … 86400000.
+	h.Clause("§3.flags", "§1.int.range", "§3.stdout.refusal", "§6.nothing-written")
+	whyBusy := "--busy-timeout-ms is 0 … 86400000 (one day; CONTRACT §3): a writer that would wait longer than a day for a lock is a mistake to refuse"
+	h.ExpectRefused([]harness.Refusal{
+		{What: "--busy-timeout-ms 86400001", Call: enq("bt-big", t0, "--busy-timeout-ms", "86400001"), Code: 3, Why: whyBusy},
+		{What: "--busy-timeout-ms -1", Call: enq("bt-neg", t0, "--busy-timeout-ms", "-1"), Code: 3, Why: whyBusy},
+	}, nil)
+	h.Clause("§3.flags")
+	for _, c := range []struct{ id, ms string }{{"bt-0", "0"}, {"bt-max", "86400000"}} {
+		r := h.Queuectl("enqueue", t0, "--id", c.id, "--qty", "7", "--busy-timeout-ms", c.ms)
+		h.ExpectExit("enqueue with --busy-timeout-ms "+c.ms+" is accepted", 0, r,
+			"--busy-timeout-ms takes 0 (meaning 5000) to 86400000 on every verb (CONTRACT §3)")
+	}
+
+	h.Clause("§1.id", "§1.qty", "§1.max-attempts", "§1.deadline-window", "§1.now", "§2.enqueue.new", "§3.enqueue.flags", "§3.enqueue.json", "§3.json.job")
 	id64 := "A" + strings.Repeat("b", 62) + "9"
 	type acc struct {
 		what             string
-		call             Call
+		call             harness.Call
 		id               string
 		qty, max, window int64
 		now              int64
@@ -162,8 +220,8 @@ func enqueueBounds(h *Harness) {
 			"the defaults are part of the contract (CONTRACT §3): a sender and an operator must agree on when an order is given up"},
 		{"a 64-byte id", enq(id64, t0), id64, 7, 5, 86400000, t0, whyID},
 		{"id \"9\" (one digit)", enq("9", t0), "9", 7, 5, 86400000, t0, whyID},
-		{"qty 1", Call{Verb: "enqueue", Now: t0, Args: []string{"--id", "q-1", "--qty", "1"}}, "q-1", 1, 5, 86400000, t0, whyQty},
-		{"qty 1000000", Call{Verb: "enqueue", Now: t0, Args: []string{"--id", "q-max", "--qty", "1000000"}}, "q-max", 1000000, 5, 86400000, t0, whyQty},
+		{"qty 1", harness.Call{Verb: "enqueue", Now: t0, Args: []string{"--id", "q-1", "--qty", "1"}}, "q-1", 1, 5, 86400000, t0, whyQty},
+		{"qty 1000000", harness.Call{Verb: "enqueue", Now: t0, Args: []string{"--id", "q-max", "--qty", "1000000"}}, "q-max", 1000000, 5, 86400000, t0, whyQty},
 		{"--max-attempts 1", enq("m-1", t0, "--max-attempts", "1"), "m-1", 7, 1, 86400000, t0, whyMax},
 		{"--max-attempts 1000", enq("m-1000", t0, "--max-attempts", "1000"), "m-1000", 7, 1000, 86400000, t0, whyMax},
 		{"--deadline-ms 1", enq("w-1", t0, "--deadline-ms", "1"), "w-1", 7, 5, 1, t0, whyWindow},
@@ -171,16 +229,16 @@ func enqueueBounds(h *Harness) {
 		{"--now-ms 0", enq("n-0", 0), "n-0", 7, 5, 86400000, 0, whyNow},
 		{"--now-ms 9007199254740991 (2^53−1) and --deadline-ms 1", enq("n-max", 9007199254740991, "--deadline-ms", "1"), "n-max", 7, 5, 1, 9007199254740991, whyNowMax},
 	}
-	calls := make([]Call, len(cases))
+	calls := make([]harness.Call, len(cases))
 	for i, c := range cases {
 		calls[i] = c.call
 	}
 	runs := h.CallsInTurn(calls)
 	for i, c := range cases {
 		h.ExpectExit("enqueue with "+c.what+" is accepted", 0, runs[i], c.why)
-		var e Enqueued
-		h.parse(runs[i], &e)
-		want := Job{ID: c.id, Qty: c.qty, State: "pending", MaxAttempts: c.max, AvailableAt: c.now,
+		var e harness.Enqueued
+		h.Parse(runs[i], &e)
+		want := harness.Job{ID: c.id, Qty: c.qty, State: "pending", MaxAttempts: c.max, AvailableAt: c.now,
 			DeadlineAt: c.now + c.window, DeadlineWindowMs: c.window}
 		h.Equal("…as a new job: pending, due now, deadline now+window, attempts 0, token 0, no owner", newJob(want)+" duplicate=false",
 			newJob(e.Job)+fmt.Sprintf(" duplicate=%t", e.Duplicate),
@@ -192,8 +250,9 @@ func enqueueBounds(h *Harness) {
 // notAQueue: only `queuectl init` creates the queue file; every other verb
 // refuses a missing file (exit 4) without creating it, and a file that is not
 // a queue (exit 5) without touching it (CONTRACT §2, §6).
-func notAQueue(h *Harness) {
-	verbs := []Call{
+func notAQueue(h *harness.Harness) {
+	h.Clause("§2.file.missing", "§3.stdout.refusal")
+	verbs := []harness.Call{
 		{Verb: "enqueue", Now: t0, Args: []string{"--id", "o-1", "--qty", "7"}},
 		{Verb: "claim", Now: t0, Args: []string{"--owner", "A"}},
 		{Verb: "show", Now: -1, Args: []string{"--id", "o-1"}},
@@ -204,31 +263,32 @@ func notAQueue(h *Harness) {
 		"mistyped path accepts orders nobody will ever deliver"
 	for i, c := range verbs {
 		h.ExpectExit(fmt.Sprintf("`queuectl %s` on a missing queue file is refused as missing", c.Verb), 4, runs[i], whyMissing)
-		h.Equal(fmt.Sprintf("…and prints nothing on stdout (%s)", c.Verb), "", trim(runs[i].Stdout),
+		h.Equal(fmt.Sprintf("…and prints nothing on stdout (%s)", c.Verb), "", harness.Trim(runs[i].Stdout),
 			"a program reading stdout must never mistake an error for an answer (CONTRACT §3)")
 	}
 	for _, suffix := range []string{"", "-journal", "-wal"} {
 		_, err := os.Stat(h.DB + suffix)
-		h.Equal("no file "+filepath.Base(h.DB+suffix)+" was created by the refused commands", "absent", presence(err), whyMissing)
+		h.Equal("no file "+filepath.Base(h.DB+suffix)+" was created by the refused commands", "absent", harness.Presence(err), whyMissing)
 	}
 
+	h.Clause("§2.file.foreign", "§3.stdout.refusal", "§6.nothing-written")
 	whyNot := "a file that is not a snacklab queue (not SQLite at all, or another application's SQLite file) is refused " +
 		"(exit 5) and left as it was: reading it as a queue, or \"fixing\" it, would damage someone else's data"
 	h.UseQueue("notes.txt")
-	if err := os.WriteFile(h.DB, []byte(strings.Repeat("these are not the orders you are looking for\n", 100)), 0o644); err != nil {
+	if err := h.WriteScratch(h.DB, []byte(strings.Repeat("these are not the orders you are looking for\n", 100))); err != nil {
 		h.Fatalf("the harness writes a text file", "the file is written", whyNot, "%v", err)
 	}
-	var rs []Refusal
+	var rs []harness.Refusal
 	for _, c := range verbs {
-		rs = append(rs, Refusal{What: "a text file as the queue", Call: c, Code: 5, Why: whyNot})
+		rs = append(rs, harness.Refusal{What: "a text file as the queue", Call: c, Code: 5, Why: whyNot})
 	}
 	h.ExpectRefused(rs, nil)
 
 	h.UseQueue("other-app.db")
-	h.makeSQLite("CREATE TABLE notes (body TEXT); INSERT INTO notes VALUES ('hello'); PRAGMA user_version = 99;")
+	h.MakeSQLite("CREATE TABLE notes (body TEXT); INSERT INTO notes VALUES ('hello'); PRAGMA user_version = 99;")
 	rs = rs[:0]
 	for _, c := range verbs {
-		rs = append(rs, Refusal{What: "another application's SQLite file (a table notes, no table jobs, user_version 99) as the queue", Call: c, Code: 5, Why: whyNot})
+		rs = append(rs, harness.Refusal{What: "another application's SQLite file (a table notes, no table jobs, user_version 99) as the queue", Call: c, Code: 5, Why: whyNot})
 	}
 	h.ExpectRefused(rs, nil)
 	damagedQueue(h)
@@ -239,23 +299,46 @@ func notAQueue(h *Harness) {
 // (exit 5), whatever the implementation's schema: every page after the
 // first that is a b-tree page gets an invalid page type, which SQLite's
 // integrity check, the first thing check runs (CONTRACT §3), reports.
-func damagedQueue(h *Harness) {
+func damagedQueue(h *harness.Harness) {
+	h.Clause("§3.init.json", "§2.enqueue.new")
 	h.UseQueue("queue-damaged.db")
 	h.Init()
 	for i := range 3 {
-		h.MustEnqueue(fmt.Sprintf("o-%d", i+1), 7, t0)
+		h.MustEnqueue(fmt.Sprintf("damaged-job-%d", i+1), 7, t0)
 	}
 	why := "CONTRACT §3: check runs SQLite's integrity check, then the contract's invariants, and exits 5 listing the problems; an operator runs it after a crash or a disk error to learn whether the queue can be trusted"
-	r := h.q("check", -1)
+	h.Clause("§3.check.ok")
+	before := h.Snapshot()
+	r := h.Queuectl("check", -1)
 	h.ExpectExit("`queuectl check` of a healthy queue", 0, r, why)
 	var ok struct {
-		OK *bool `json:"ok"`
+		OK       *bool           `json:"ok"`
+		Total    *int64          `json:"total"`
+		Problems json.RawMessage `json:"problems"`
 	}
 	if r.Code == 0 {
-		h.parse(r, &ok)
+		h.Parse(r, &ok)
 	}
-	h.Equal("…says ok", "ok=true", fmt.Sprintf("ok=%s", show(ok.OK)), why)
+	var problems bytes.Buffer
+	if json.Compact(&problems, ok.Problems) != nil || problems.Len() == 0 {
+		problems.Reset()
+		problems.WriteString("missing")
+	}
+	h.Equal("…says ok, with a total of 0 and an empty list of problems", "ok=true total=0 problems=[]",
+		fmt.Sprintf("ok=%s total=%s problems=%s", harness.Repr(ok.OK), harness.Repr(ok.Total), problems.String()),
+		why+`; a healthy queue is exactly {"ok":true,"total":0,"problems":[]}: a program reading the report iterates over problems, and null is not a list`)
 
+	// The verbs that only read leave the file as it was, byte for byte.
+	h.Clause("§3.read-only")
+	whyRO := "CONTRACT §3: stats, show and check only read; they never write to the file, not even a journal mode, a version mark or " +
+		"the planner's statistics, so that looking at a queue (after a crash, on a copy kept as evidence) cannot change it"
+	for _, c := range [][]string{{"stats"}, {"show", "--id", "damaged-job-1"}} {
+		r := h.Queuectl(c[0], -1, c[1:]...)
+		h.ExpectExit("`queuectl "+strings.Join(c, " ")+"` of a healthy queue", 0, r, whyRO)
+	}
+	h.ExpectUnchanged(before, nil, whyRO, "check; stats; show --id damaged-job-1")
+
+	h.Clause("§3.check.integrity")
 	b, err := os.ReadFile(h.DB)
 	if err != nil || len(b) < 100 {
 		h.Fatalf("the harness reads the queue file", "a SQLite file", why, "%d bytes, %v", len(b), err)
@@ -264,19 +347,25 @@ func damagedQueue(h *Harness) {
 	if size == 1 {
 		size = 65536
 	}
+	// Only the pages that hold the jobs (their rows and index entries, found
+	// by the ids): a program may read its own bookkeeping tables when it
+	// opens the file, and a damage there would make any program refuse to
+	// open, a stub check included; the jobs' pages only a check reads.
 	damaged := 0
 	for off := size; off+size <= len(b); off += size {
 		switch b[off] {
 		case 2, 5, 10, 13: // interior/leaf index and table b-tree pages
-			b[off] = 0
-			damaged++
+			if bytes.Contains(b[off:off+size], []byte("damaged-job-")) {
+				b[off] = 0
+				damaged++
+			}
 		}
 	}
-	if err := os.WriteFile(h.DB, b, 0o644); err != nil || damaged == 0 {
+	if err := h.WriteScratch(h.DB, b); err != nil || damaged == 0 {
 		h.Fatalf("the harness damages the queue file's b-tree pages", "at least one page damaged", why, "%d pages damaged, %v", damaged, err)
 	}
-	h.Action(fmt.Sprintf("damage the page type of %d b-tree page(s) of the queue file on disk", damaged), noClock)
-	r = h.q("check", -1)
+	h.Action(fmt.Sprintf("damage the page type of the %d b-tree page(s) holding the jobs on disk", damaged), result.NoClock)
+	r = h.Queuectl("check", -1)
 	h.ExpectExit("`queuectl check` of the damaged queue finds the damage", 5, r,
 		why+"; a check that says ok without looking gives a false all-clear on exactly the day it is needed")
 }

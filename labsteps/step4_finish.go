@@ -3,26 +3,33 @@ package labsteps
 import (
 	"fmt"
 	"math"
+
+	"snacklab/labsteps/harness"
+	"snacklab/labsteps/result"
 )
 
 var step4 = Step{
-	Num: 4, Slug: "finish",
-	Title: "Finish: ok/permanent/retry, exhausted and deadline, stale tokens, nothing lost, lease released",
-	Checks: "Five leased jobs are finished down every path: ok → done; permanent → dead(permanent); retry with " +
-		"budget → pending at now+backoff; retry at the last attempt → dead(exhausted); retry whose next try is " +
-		"at the deadline → dead(deadline). On every path id, qty, token and attempts are kept and owner and " +
-		"lease_until become null. A finish with a token from the future or the past, on a job no longer leased, " +
-		"or for an unknown id returns applied=false (exit 12) and changes nothing. The lease's expiry is not " +
-		"checked: the token is the fence. An outcome other than ok, retry or permanent is refused (exit 3), " +
-		"nothing on stdout, the queue file unchanged. Then `queuectl stats` counts the five by state and the three " +
-		"dead ones by reason, every key present.",
-	Why: "finish is where a delivery's evidence is written down. Deleting the id or qty loses the order; keeping " +
-		"an owner on a finished job blocks nothing but lies; and a stale holder that can still finish overwrites " +
-		"the work of the sender that took over.",
+	Step: result.Step{
+		Num: 4, Slug: "finish",
+		Title: "Finish: ok/permanent/retry, exhausted and deadline, stale tokens, nothing lost, lease released",
+		Checks: "Five leased jobs are finished down every path: ok → done; permanent → dead(permanent); retry with " +
+			"budget → pending at now+backoff; retry at the last attempt → dead(exhausted); retry whose next try is " +
+			"at the deadline → dead(deadline). On every path id, qty, token and attempts are kept and owner and " +
+			"lease_until become null. A finish with a token from the future or the past, on a job no longer leased, " +
+			"or for an unknown id returns applied=false (exit 12) and changes nothing. The lease's expiry is not " +
+			"checked: the token is the fence. An outcome other than ok, retry or permanent is refused (exit 3), " +
+			"nothing on stdout, the queue file unchanged. Then `queuectl stats` counts the five by state and the three " +
+			"dead ones by reason, every key present. Where finish takes --status and --error (optional), a job that " +
+			"died after a 503, a timeout and a BadAck shows all three attempts with their evidence and times.",
+		Why: "finish is where a delivery's evidence is written down. Deleting the id or qty loses the order; keeping " +
+			"an owner on a finished job blocks nothing but lies; and a stale holder that can still finish overwrites " +
+			"the work of the sender that took over.",
+	},
 	run: runStep4,
 }
 
-func runStep4(h *Harness) {
+func runStep4(h *harness.Harness) {
+	h.Clause("§3.init.json", "§3.enqueue.json", "§3.claim.json")
 	h.Init()
 	ids := []string{"f-dl", "f-ex", "f-ok", "f-perm", "f-retry"}
 	for _, id := range ids {
@@ -41,32 +48,36 @@ func runStep4(h *Harness) {
 	ok := held["f-ok"]
 	whyOutcome := "the outcome is exactly ok, retry or permanent (CONTRACT §1): anything else is a sender's bug, and " +
 		"guessing what it meant could mark an undelivered order done; refused as invalid (exit 3), the job stays leased"
-	fin := func(outcome string) Call {
-		return Call{Verb: "finish", Now: t0 + 1, Args: []string{"--id", "f-ok", "--token", fmt.Sprint(ok.Token), "--outcome", outcome}}
+	fin := func(outcome string) harness.Call {
+		return harness.Call{Verb: "finish", Now: t0 + 1, Args: []string{"--id", "f-ok", "--token", fmt.Sprint(ok.Token), "--outcome", outcome}}
 	}
-	tok := func(token string) Call {
-		return Call{Verb: "finish", Now: t0 + 1, Args: []string{"--id", "f-ok", "--token", token, "--outcome", "ok"}}
+	tok := func(token string) harness.Call {
+		return harness.Call{Verb: "finish", Now: t0 + 1, Args: []string{"--id", "f-ok", "--token", token, "--outcome", "ok"}}
 	}
 	whyToken := "a token is an integer 0 … 9223372036854775807 (CONTRACT §1): anything else is invalid input (exit 3), refused before the queue is read"
-	h.ExpectRefused([]Refusal{
+	h.Clause("§1.token", "§1.outcome", "§1.invalid", "§3.stdout.refusal", "§6.nothing-written")
+	h.ExpectRefused([]harness.Refusal{
 		{What: "--token -1", Call: tok("-1"), Code: 3, Why: whyToken},
 		{What: "--token 9223372036854775808", Call: tok("9223372036854775808"), Code: 3, Why: whyToken},
 		{What: "outcome \"done\"", Call: fin("done"), Code: 3, Why: whyOutcome},
 		{What: "outcome \"OK\"", Call: fin("OK"), Code: 3, Why: whyOutcome},
 		{What: "outcome \"fail\"", Call: fin("fail"), Code: 3, Why: whyOutcome},
 	}, nil)
+	h.Clause("§2.finish.fence", "§2.finish.not-applied", "§1.token", "§3.finish.json", "§3.stdout.answers", "§2.time.untouched")
 	whyStale := "the token is the fence: only the holder of the current grant may record an outcome, so a " +
 		"sender that lost its lease can never overwrite the work of the one that took over"
 	h.ExpectNotApplied("finish f-ok with token 2 (a grant that never happened)", h.Finish("f-ok", ok.Token+1, "ok", t0+1), ok, whyStale)
 	h.ExpectNotApplied("finish f-ok with token 0 (an older grant)", h.Finish("f-ok", ok.Token-1, "ok", t0+1), ok, whyStale)
 	h.ExpectNotApplied("finish f-ok with token 9223372036854775807 (the largest valid token, never granted)",
 		h.Finish("f-ok", math.MaxInt64, "ok", t0+1), ok, whyStale+"; the largest token the contract allows is valid input, so the answer is not applied (exit 12), not invalid")
+	h.Clause("§2.finish.not-applied", "§3.finish.json")
 	unk := h.Finish("no-such-order", 1, "ok", t0+1)
 	h.ExpectExit("finish of an unknown id: exit code", 12, unk.Run, "an unknown id is not applied, like a stale token")
 	h.Equal("finish of an unknown id: answer", "applied=false job=null",
-		fmt.Sprintf("applied=%t job=%s", unk.Applied, show(unk.Job)), "there is no job to report")
+		fmt.Sprintf("applied=%t job=%s", unk.Applied, harness.Repr(unk.Job)), "there is no job to report")
 
 	// Every path, each after the lease itself has run out: the token decides, not the clock.
+	h.Clause("§2.finish.expired-lease", "§2.finish.ok", "§2.finish.permanent", "§2.finish.retry.pending", "§2.finish.retry.exhausted", "§2.finish.retry.deadline", "§2.state.keep", "§2.state.owner-lease", "§2.state.reason", "§2.time.updated", "§2.time.created", "§2.backoff.formula")
 	late := int64(t0 + 30000 + 1)
 	type path struct {
 		id, outcome, want string
@@ -86,7 +97,7 @@ func runStep4(h *Harness) {
 		h.Equal(fmt.Sprintf("finish %s %s after lease_until: state", p.id, p.outcome), p.want, stateReason(*j), p.why)
 		h.Equal(fmt.Sprintf("finish %s: id, qty, token and attempts are kept; owner and lease_until released", p.id),
 			fmt.Sprintf("id=%s qty=7 token=%d attempts=%d owner=null lease_until=null", p.id, before.Token, before.Attempts),
-			fmt.Sprintf("id=%s qty=%d token=%d attempts=%d owner=%s lease_until=%s", j.ID, j.Qty, j.Token, j.Attempts, show(j.Owner), show(j.LeaseUntil)),
+			fmt.Sprintf("id=%s qty=%d token=%d attempts=%d owner=%s lease_until=%s", j.ID, j.Qty, j.Token, j.Attempts, harness.Repr(j.Owner), harness.Repr(j.LeaseUntil)),
 			"no path deletes the business id or the quantity, and every path ends the lease: owner and lease_until exist only while leased")
 		h.Equal(fmt.Sprintf("finish %s: available_at", p.id), p.availableAt, j.AvailableAt,
 			"only a retry reschedules the job, to now + backoff(id, attempts)")
@@ -96,6 +107,7 @@ func runStep4(h *Harness) {
 	}
 
 	// A finish on a job that is no longer leased, with the token that was right a moment ago.
+	h.Clause("§2.finish.fence", "§2.finish.not-applied", "§2.state.keep")
 	done := h.MustShow("f-ok").Job
 	h.ExpectNotApplied("finish f-ok ok again with its old token after it is done", h.Finish("f-ok", ok.Token, "ok", late+1), done, whyStale)
 	pend := h.MustShow("f-retry").Job
@@ -103,14 +115,15 @@ func runStep4(h *Harness) {
 		"a finish applies only to a leased job: once decided, a duplicate report must not decide it again")
 
 	// What an operator counts now: one job down every path.
+	h.Clause("§3.stats.json")
 	var st struct {
 		Counts       map[string]int64 `json:"counts"`
 		DeadByReason map[string]int64 `json:"dead_by_reason"`
 	}
-	r := h.q("stats", -1)
+	r := h.Queuectl("stats", -1)
 	h.ExpectExit("queuectl stats", 0, r, "stats only reads")
 	if r.Code == 0 {
-		h.parse(r, &st)
+		h.Parse(r, &st)
 	}
 	h.Equal("queuectl stats: counts and dead_by_reason, one job down each path",
 		"pending=1 leased=0 done=1 dead=3; permanent=1 exhausted=1 deadline=1",
@@ -118,6 +131,8 @@ func runStep4(h *Harness) {
 			key(st.Counts, "pending"), key(st.Counts, "leased"), key(st.Counts, "done"), key(st.Counts, "dead"),
 			key(st.DeadByReason, "permanent"), key(st.DeadByReason, "exhausted"), key(st.DeadByReason, "deadline")),
 		"CONTRACT §3: stats counts every job by state and the quarantined ones by reason, every key present: the numbers an operator watches to see what needs a person")
+
+	checkEvidence(h)
 }
 
 // key is m[k] as text, "missing" when the key is absent: a count of zero must

@@ -4,39 +4,54 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"snacklab/labsteps/harness"
+	"snacklab/labsteps/result"
 )
 
 var step5 = Step{
-	Num: 5, Slug: "redrive",
-	Title: "Redrive: refused unless dead, notes are ticket ids, audit row with the change, token never rolls back; nothing else leaves quarantine",
-	Checks: "Redrive is refused for a pending (exit 9), leased (10), done (11) and unknown (8) job, and for notes " +
-		"that are free text, non-ASCII, control characters, too long (65 bytes; 64 is accepted) or not starting " +
-		"with a letter or digit (exit 3), each time with nothing on stdout and the queue file unchanged, byte for byte. " +
-		"In every state (pending, leased, done, dead) a conflicting enqueue (another qty) is refused (exit 7) and a " +
-		"duplicate (same qty) is accepted as duplicate:true, both changing nothing — a dead job is not revived, a " +
-		"done one not reset; investigate records its row and leaves the whole job unchanged; investigate and show " +
-		"of an unknown id exit 8, writing nothing. show lists every redrive and investigation of a job in time " +
-		"order (oldest or newest first), and none of another job's. A redrive whose state change fails (the lab makes every update of " +
-		"the job fail for a moment) leaves no audit row: the row and the change are one transaction. " +
-		"For a dead job it writes the audit row (job_id, prev_token, " +
-		"prev_reason, at_ms, note) and makes the job pending with attempts 0, available_at now and a new " +
-		"deadline, keeping the token. The next claim gets token 2, and the old holder's token 1 finish is refused.",
-	Why: "Quarantine only helps if getting out of it is deliberate and recorded. Restarting the attempt budget is " +
-		"right; reusing an ownership generation is not: if the redriven job handed out token 1 again, a sender " +
-		"that held token 1 before the quarantine could finish the new run.",
+	Step: result.Step{
+		Num: 5, Slug: "redrive",
+		Title: "Redrive: refused unless dead, notes are ticket ids, audit row with the change, token never rolls back; nothing else leaves quarantine",
+		Checks: "Redrive is refused for a pending (exit 9), leased (10), done (11) and unknown (8) job, and for notes " +
+			"that are free text, non-ASCII, control characters, too long (65 bytes; 64 is accepted) or not starting " +
+			"with a letter or digit (exit 3), each time with nothing on stdout and the queue file unchanged, byte for byte. " +
+			"In every state (pending, leased, done, dead) a conflicting enqueue (another qty) is refused (exit 7) and a " +
+			"duplicate (same qty) is accepted as duplicate:true, both changing nothing — a dead job is not revived, a " +
+			"done one not reset; investigate records its row and leaves the whole job unchanged; investigate and show " +
+			"of an unknown id exit 8, writing nothing. show lists every redrive and investigation of a job in time " +
+			"order (oldest or newest first), and none of another job's. A redrive whose state change fails (the lab makes every update of " +
+			"the job fail for a moment) leaves no audit row: the row and the change are one transaction. " +
+			"For a dead job it writes the audit row (job_id, prev_token, " +
+			"prev_reason, at_ms, note) and makes the job pending with attempts 0, available_at now and a new " +
+			"deadline, keeping the token. The next claim gets token 2, and the old holder's token 1 finish is refused. " +
+			"Every verb's --json answer has the members CONTRACT §3 lists (JOB's 14, reason, owner and lease_until null when unset; " +
+			"finish of an unknown id with job null; show's empty lists []; stats's zeros), one object and one newline; and " +
+			"`check` finds audit rows that name no job (exit 5, at most --max listed). Where `dead` and `alerts` are " +
+			"offered (optional), `dead --json` lists two dead jobs oldest first, each with its last attempt's evidence and " +
+			"latest investigation, `--limit 1` only the oldest, and `alerts` with no threshold exits 0 while nothing is " +
+			"dead and 22 once a job is.",
+		Why: "Quarantine only helps if getting out of it is deliberate and recorded. Restarting the attempt budget is " +
+			"right; reusing an ownership generation is not: if the redriven job handed out token 1 again, a sender " +
+			"that held token 1 before the quarantine could finish the new run.",
+	},
 	run: runStep5,
 }
 
-func runStep5(h *Harness) {
+func runStep5(h *harness.Harness) {
 	h.Parallel(
-		Part{"a: refusals, duplicates, investigations and the redrive", redriveStory},
-		Part{"b: show lists a job's whole history, in time order", redriveHistory},
+		harness.Part{Name: "a: refusals, duplicates, investigations and the redrive", Run: redriveStory},
+		harness.Part{Name: "b: show lists a job's whole history, in time order", Run: redriveHistory},
+		harness.Part{Name: "c: every verb's JSON answer, member by member", Run: verbShapes},
+		harness.Part{Name: "d: check finds audit rows that name no job", Run: checkFindsOrphans},
+		harness.Part{Name: "e: the operator's dead list and alerts (optional verbs)", Run: operatorVerbs},
 	)
 }
 
 // redriveStory: what may not leave quarantine, what may not change a job,
 // and the redrive that does.
-func redriveStory(h *Harness) {
+func redriveStory(h *harness.Harness) {
+	h.Clause("§3.init.json", "§3.enqueue.json", "§3.claim.json", "§3.finish.json", "§3.show.json")
 	const window = 50000
 	h.Init()
 	for _, id := range []string{"r-dead", "r-done", "r-lease"} {
@@ -55,68 +70,73 @@ func redriveStory(h *Harness) {
 		"or personal data never gets there by accident"
 	whyConflict := "two different orders under one id would make the id useless as evidence: the second is refused " +
 		"(exit 7) whatever state the first is in, and no field of the first changes"
-	var rs []Refusal
+	h.Clause("§2.redrive.refused", "§2.enqueue.conflict", "§3.stdout.refusal", "§6.nothing-written", "§2.time.untouched")
+	var rs []harness.Refusal
 	for _, c := range []struct {
 		id, what string
 		code     int
 	}{{"r-pend", "pending", 9}, {"r-lease", "leased", 10}, {"r-done", "done", 11}, {"no-such-order", "unknown", 8}} {
-		rs = append(rs, Refusal{What: fmt.Sprintf("the %s job %s", c.what, c.id),
-			Call: Call{Verb: "redrive", Now: t0 + 2, Args: []string{"--id", c.id, "--note=TICKET-1"}}, Code: c.code, Why: whyRefuse})
+		rs = append(rs, harness.Refusal{What: fmt.Sprintf("the %s job %s", c.what, c.id),
+			Call: harness.Call{Verb: "redrive", Now: t0 + 2, Args: []string{"--id", c.id, "--note=TICKET-1"}}, Code: c.code, Why: whyRefuse})
 	}
 	for _, id := range ids {
-		rs = append(rs, Refusal{What: fmt.Sprintf("%s (%s) again with qty 8 instead of 7", id, stateReason(before[id].Job)),
-			Call: Call{Verb: "enqueue", Now: t0 + 2, Args: []string{"--id", id, "--qty", "8"}}, Code: 7, Why: whyConflict})
+		rs = append(rs, harness.Refusal{What: fmt.Sprintf("%s (%s) again with qty 8 instead of 7", id, stateReason(before[id].Job)),
+			Call: harness.Call{Verb: "enqueue", Now: t0 + 2, Args: []string{"--id", id, "--qty", "8"}}, Code: 7, Why: whyConflict})
 	}
 	h.ExpectRefusedInTurn(rs, before)
 
+	h.Clause("§1.note", "§2.investigate.unknown", "§3.show.unknown", "§1.invalid", "§3.stdout.refusal", "§6.nothing-written")
 	rs = nil
 	for _, note := range []string{"needs a look", "TICKET-\u00fc", "TICKET\t42", "-x42", strings.Repeat("x", 65)} {
-		rs = append(rs, Refusal{What: fmt.Sprintf("r-dead and note %q", note),
-			Call: Call{Verb: "redrive", Now: t0 + 2, Args: []string{"--id", "r-dead", "--note=" + note}}, Code: 3, Why: whyNote})
+		rs = append(rs, harness.Refusal{What: fmt.Sprintf("r-dead and note %q", note),
+			Call: harness.Call{Verb: "redrive", Now: t0 + 2, Args: []string{"--id", "r-dead", "--note=" + note}}, Code: 3, Why: whyNote})
 	}
 	rs = append(rs,
-		Refusal{What: "an unknown id", Call: Call{Verb: "investigate", Now: t0 + 2, Args: []string{"--id", "no-such-order", "--note=INV-1"}},
+		harness.Refusal{What: "an unknown id", Call: harness.Call{Verb: "investigate", Now: t0 + 2, Args: []string{"--id", "no-such-order", "--note=INV-1"}},
 			Code: 8, Why: "there is no job to have looked at: not found (exit 8), and no investigation row for a job that does not exist"},
-		Refusal{What: "r-dead and a free-text note", Call: Call{Verb: "investigate", Now: t0 + 2, Args: []string{"--id", "r-dead", "--note=looked at it"}},
+		harness.Refusal{What: "r-dead and a free-text note", Call: harness.Call{Verb: "investigate", Now: t0 + 2, Args: []string{"--id", "r-dead", "--note=looked at it"}},
 			Code: 3, Why: whyNote},
-		Refusal{What: "an unknown id", Call: Call{Verb: "show", Now: -1, Args: []string{"--id", "no-such-order"}},
+		harness.Refusal{What: "an unknown id", Call: harness.Call{Verb: "show", Now: -1, Args: []string{"--id", "no-such-order"}},
 			Code: 8, Why: "not found is exit 8 (CONTRACT §6), so a script can tell a missing job from a broken queue"},
 	)
 	h.ExpectRefused(rs, before)
 
 	// Duplicates of a job in every state: accepted, and nothing changes.
-	var dups []Call
+	h.Clause("§2.enqueue.dup", "§2.time.untouched", "§3.enqueue.json")
+	var dups []harness.Call
 	for _, id := range ids {
-		dups = append(dups, Call{Verb: "enqueue", Now: t0 + 2, Args: []string{"--id", id, "--qty", "7"}})
+		dups = append(dups, harness.Call{Verb: "enqueue", Now: t0 + 2, Args: []string{"--id", id, "--qty", "7"}})
 	}
 	runs := h.ExpectNoWrite("a duplicate changes nothing (CONTRACT §2 enqueue): a dead job is not revived (only a redrive "+
 		"brings it back, with its audit row), a done one not reset, and not even updated_at moves", dups, before)
 	for i, id := range ids {
 		what := fmt.Sprintf("enqueue of %s (%s) again with the same qty", id, stateReason(before[id].Job))
 		h.ExpectExit(what+" succeeds", 0, runs[i], "a client that lost the answer retries; the retry must succeed, not fail, whatever became of the order since")
-		var e Enqueued
-		h.parse(runs[i], &e)
+		var e harness.Enqueued
+		h.Parse(runs[i], &e)
 		h.Equal(what+": reported as a duplicate", true, e.Duplicate, "the client learns its first submission already counted")
 	}
 
 	// Investigations in every state: recorded, and the job never changes.
-	var invs []Call
+	h.Clause("§2.investigate.row", "§3.investigate.json")
+	var invs []harness.Call
 	for _, id := range ids {
-		invs = append(invs, Call{Verb: "investigate", Now: t0 + 3, Args: []string{"--id", id, "--note=INV-" + id}})
+		invs = append(invs, harness.Call{Verb: "investigate", Now: t0 + 3, Args: []string{"--id", id, "--note=INV-" + id}})
 	}
 	runs = h.CallsInTurn(invs)
 	for i, id := range ids {
 		what := fmt.Sprintf("investigate %s (%s)", id, stateReason(before[id].Job))
 		h.ExpectExit(what, 0, runs[i], "a person may look at a job in any state")
-		var v Investigated
-		h.parse(runs[i], &v)
-		h.Equal(what+": the answer is the investigation row", fmt.Sprintf("%+v", Investigation{JobID: id, AtMs: t0 + 3, Note: "INV-" + id}),
+		var v harness.Investigated
+		h.Parse(runs[i], &v)
+		h.Equal(what+": the answer is the investigation row", fmt.Sprintf("%+v", harness.Investigation{JobID: id, AtMs: t0 + 3, Note: "INV-" + id}),
 			fmt.Sprintf("%+v", v.Investigation), "the operator sees what was recorded (CONTRACT §3)")
 	}
+	h.Clause("§2.investigate.unchanged", "§2.investigate.row", "§2.time.untouched", "§2.enqueue.dup", "§3.show.history")
 	looked := h.ShowAll(ids...)
 	for _, id := range ids {
 		h.Equal(fmt.Sprintf("after the refusals, the duplicate and the investigation, %s is unchanged, with one investigation and no redrive", id),
-			fmt.Sprintf("%s redrives=0 investigations=[%+v]", before[id].Job.Canon, Investigation{JobID: id, AtMs: t0 + 3, Note: "INV-" + id}),
+			fmt.Sprintf("%s redrives=0 investigations=[%+v]", before[id].Job.Canon, harness.Investigation{JobID: id, AtMs: t0 + 3, Note: "INV-" + id}),
 			fmt.Sprintf("%s redrives=%d investigations=%+v", looked[id].Job.Canon, len(looked[id].Redrives), looked[id].Investigations),
 			"looking is not fixing: investigate adds its row and never changes the job (CONTRACT §2) — not its state, "+
 				"not its lease, not updated_at — so a dead job stays quarantined and a leased one stays its holder's")
@@ -124,11 +144,13 @@ func redriveStory(h *Harness) {
 
 	// The audit row and the state change are one transaction: make the change
 	// fail after the audit row may have been written, and look for the row.
+	h.Clause("§2.file.jobs-table") // the trap is a trigger on the table jobs, keyed by id
 	trap := h.TrapUpdates("r-dead")
+	h.Clause("§2.redrive.atomic")
 	failed := h.Redrive("r-dead", "TICKET-7", t0+3)
 	trap.Remove()
 	h.Check("a redrive of r-dead whose state change fails is reported as a failure",
-		failed.Run.Code != 0 || failed.Run.Signal != "", "a non-zero exit", failed.Run.Exit()+stderrHint(failed.Run),
+		failed.Run.Code != 0 || failed.Run.Signal != "", "a non-zero exit", failed.Run.Exit()+failed.Run.StderrHint(),
 		"every update of r-dead was made to fail: a redrive that reports success here did not change the job")
 	s := h.MustShow("r-dead")
 	h.Equal("the failed redrive left no audit row and r-dead unchanged",
@@ -138,6 +160,7 @@ func redriveStory(h *Harness) {
 
 	// The redrive itself, with the longest note allowed: the other side of the
 	// 65-byte refusal above.
+	h.Clause("§1.note", "§2.redrive.reset", "§2.state.reason", "§3.redrive.json")
 	at := int64(t0 + 5000)
 	dead := before["r-dead"].Job
 	note := "TICKET-42/" + strings.Repeat("9", 54)
@@ -147,16 +170,19 @@ func redriveStory(h *Harness) {
 	j := rd.Job
 	h.Equal("after the redrive: state, reason, attempts, available_at, deadline_at",
 		fmt.Sprintf("pending reason=null attempts=0 available_at=%d deadline_at=%d", at, at+window),
-		fmt.Sprintf("%s reason=%s attempts=%d available_at=%d deadline_at=%d", j.State, show(j.Reason), j.Attempts, j.AvailableAt, j.DeadlineAt),
+		fmt.Sprintf("%s reason=%s attempts=%d available_at=%d deadline_at=%d", j.State, harness.Repr(j.Reason), j.Attempts, j.AvailableAt, j.DeadlineAt),
 		"a redrive is a fresh start for the budget: all attempts again, due now, a new deadline from the same window")
+	h.Clause("§2.redrive.token")
 	h.Equal("after the redrive: the token is not rolled back", dead.Token, j.Token,
 		"the token counts grants forever; resetting it would make an old holder's token valid again")
+	h.Clause("§2.time.updated", "§2.time.created")
 	h.Equal("after the redrive: created_at kept, updated_at the redrive's now",
 		fmt.Sprintf("created_at=%d updated_at=%d", dead.CreatedAt, at),
 		fmt.Sprintf("created_at=%d updated_at=%d", j.CreatedAt, j.UpdatedAt),
 		"CONTRACT §2: created_at is the now of the enqueue, whatever happens later; updated_at is the now of the latest operation that changed the job, and a redrive changes it")
+	h.Clause("§2.redrive.audit", "§3.redrive.json", "§3.json.redrive", "§3.show.json")
 	s = h.MustShow("r-dead")
-	want := Redrive{JobID: "r-dead", PrevToken: dead.Token, PrevReason: "permanent", AtMs: at, Note: note}
+	want := harness.Redrive{JobID: "r-dead", PrevToken: dead.Token, PrevReason: "permanent", AtMs: at, Note: note}
 	h.Equal("the redrive's answer carries the audit row", fmt.Sprintf("%+v", want), fmt.Sprintf("%+v", rd.Redrive),
 		"the operator sees at once what was recorded (CONTRACT §3: {\"job\":JOB,\"redrive\":REDRIVE})")
 	got := "none"
@@ -169,6 +195,7 @@ func redriveStory(h *Harness) {
 		fmt.Sprintf("%s token=%d", s.Job.State, s.Job.Token), "the redrive's answer and the stored row must agree")
 
 	// The old holder wakes up; then a new holder claims; then the old one tries again.
+	h.Clause("§2.redrive.token", "§2.finish.fence", "§2.finish.not-applied", "§2.claim.grant")
 	stale := h.Finish("r-dead", dead.Token, "ok", at+1)
 	h.ExpectNotApplied("the pre-quarantine holder finishes with its old token 1 after the redrive", stale, s.Job,
 		"the redriven job is not leased to anyone: an old completion must not decide the new run")
@@ -186,7 +213,8 @@ func redriveStory(h *Harness) {
 
 // redriveHistory: two jobs redriven and investigated in turn; show lists every
 // row of the one asked for, in time order, and none of the other's.
-func redriveHistory(h *Harness) {
+func redriveHistory(h *harness.Harness) {
+	h.Clause("§3.init.json", "§3.enqueue.json", "§3.claim.json", "§3.finish.json", "§2.investigate.row", "§2.redrive.reset", "§2.redrive.token")
 	h.UseQueue("queue-history.db")
 	h.Init()
 	h.MustEnqueue("h-1", 7, t0, "--max-attempts", "1")
@@ -215,12 +243,13 @@ func redriveHistory(h *Harness) {
 	redrive("h-1", "FIX-2", t0+50)
 	investigate("h-1", "INV-3", t0+60)
 
+	h.Clause("§3.show.history", "§3.show.json", "§3.json.redrive", "§2.redrive.audit")
 	s := h.MustShow("h-1")
-	wantRd := []Redrive{
+	wantRd := []harness.Redrive{
 		{JobID: "h-1", PrevToken: 1, PrevReason: "permanent", AtMs: t0 + 20, Note: "FIX-1"},
 		{JobID: "h-1", PrevToken: 2, PrevReason: "exhausted", AtMs: t0 + 50, Note: "FIX-2"},
 	}
-	wantInv := []Investigation{
+	wantInv := []harness.Investigation{
 		{JobID: "h-1", AtMs: t0 + 10, Note: "INV-1"},
 		{JobID: "h-1", AtMs: t0 + 40, Note: "INV-2"},
 		{JobID: "h-1", AtMs: t0 + 60, Note: "INV-3"},
@@ -239,6 +268,7 @@ func redriveHistory(h *Harness) {
 		inOrder(rows(wantRd), rds), fmt.Sprintf("%+v (or newest first)", wantRd), fmt.Sprintf("%+v", s.Redrives), why)
 	h.Check("show h-1 lists its three investigations in time order", inOrder(rows(wantInv), invs),
 		fmt.Sprintf("%+v (or newest first)", wantInv), fmt.Sprintf("%+v", s.Investigations), why)
+	h.Clause("§2.redrive.reset", "§2.redrive.token")
 	h.Equal("…and h-1 is pending again after FIX-2, with its token kept", "pending token=2 attempts=0",
 		fmt.Sprintf("%s token=%d attempts=%d", s.Job.State, s.Job.Token, s.Job.Attempts), "each redrive restarts the budget and keeps the token")
 }

@@ -8,61 +8,83 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
+
+	"snacklab/labsteps/harness"
+	"snacklab/labsteps/result"
 )
 
 var step6 = Step{
-	Num: 6, Slug: "run-once",
-	Title: "Run-once: every row of the classification table; run drains the queue and leaves what it cannot decide; the receiver's own clauses",
-	Checks: "`sender run-once` posts {id, qty, token} to URL/orders (the job's qty and this claim's token, also " +
-		"after a redrive, when the token is no longer the attempt), against the real receiver in each fault mode and " +
-		"against the lab's own fake receiver answering every row of CONTRACT §4's table, one job each. A 2xx with " +
-		"`\"ack\":true` (200, 201, 202, 299) finishes ok (done). Any other ack on a 2xx (1, \"ok\", \"true\", false, " +
-		"missing, a non-JSON or empty body) is BadAck: exit 20, no finish, the job stays leased under its token. A 3xx " +
-		"is exit 21 with the job leased, and the redirect is never followed. A 4xx finishes permanent (dead); a 5xx, a " +
-		"timeout, a reset and a refused connection finish retry (pending at now+backoff). The crash switch fires after " +
-		"a status-0 response too. `sender run` exits 0 on an empty queue and after draining it, and never decides a BadAck " +
-		"or a 3xx (it stops with 20 or 21, or goes on and exits 0); a finish that is not applied is exit 12; SIGTERM while " +
-		"`run` waits for an answer ends it with exit 0 once that job is finished; each sender flag one step outside its " +
-		"range is exit 3 with nothing claimed or sent, and so is each receiver flag, with no file created. The receiver " +
-		"applies an id once under 20 " +
-		"simultaneous POSTs, answers another qty 409 and malformed bodies 400, counts every request with a parseable " +
-		"id whatever the answer, and answers an unknown order 404.",
-	Why: "A sender that counts 1 or \"ok\" as success marks undelivered orders done, and nobody ever finds " +
-		"out; one that guesses on an answer it cannot explain buries the evidence, and one that follows a redirect " +
-		"delivers to an address nobody chose. Leaving the job leased lets the lease run out and the next claim bring " +
-		"it back. A receiver that checks and then inserts in two steps applies a resend twice under load.",
+	Step: result.Step{
+		Num: 6, Slug: "run-once",
+		Title: "Run-once: every row of the classification table; run drains the queue and leaves what it cannot decide; the receiver's own clauses",
+		Checks: "`sender run-once` posts {id, qty, token} to URL/orders (the job's qty and this claim's token, also " +
+			"after a redrive, when the token is no longer the attempt), against the real receiver in each fault mode and " +
+			"against the lab's own fake receiver answering every row of CONTRACT §4's table, one job each. A 2xx with " +
+			"`\"ack\":true` (200, 201, 202, 299) finishes ok (done). Any other ack on a 2xx (1, \"ok\", \"true\", false, " +
+			"missing, a non-JSON or empty body) is BadAck: exit 20, no finish, the job stays leased under its token. A 3xx " +
+			"is exit 21 with the job leased, and the redirect is never followed. A 4xx finishes permanent (dead); a 5xx, a " +
+			"timeout, a reset and a refused connection finish retry (pending at now+backoff). The crash switch fires after " +
+			"a status-0 response too. `sender run` exits 0 on an empty queue and after draining it, and never decides a BadAck " +
+			"or a 3xx (it stops with 20 or 21, or goes on and exits 0); a finish that is not applied is exit 12; SIGTERM while " +
+			"`run` waits for an answer ends it with exit 0 once that job is finished; each sender flag one step outside its " +
+			"range is exit 3 with nothing claimed or sent, and so is each receiver flag, with no file created. The receiver " +
+			"applies an id once under 20 " +
+			"simultaneous POSTs, answers another qty 409 and malformed bodies 400, counts every request with a parseable " +
+			"id whatever the answer, answers an unknown order 404, and answers request headers over 16 KiB 431 without " +
+			"processing the order. " +
+			"Its fault modes each do exactly what §5 says (fail_next N, reject_ids, loose_ack on every success, hold_next " +
+			"committing first, POST /faults leaving absent fields, SIGTERM dropping a held answer); a taken port or a missing " +
+			"directory stops it before any file is made. The sender keeps --url's path and holds --now-ms for a whole run. " +
+			"A client that stalls 1.5 s mid-headers, mid-body or between two requests on one connection is still served. " +
+			"Where the sender offers --batch (optional), run-once --batch 5 over six due jobs grants the five due first, each " +
+			"with its own token and lease, POSTs each once, finishes the decided ones, leaves a BadAck and a 302 leased, prints " +
+			"every claimed before the first response and the finished in claim order, and exits 20 for the BadAck granted " +
+			"before the 302; --batch 0 and 1001 are exit 3 with nothing claimed or sent; with --exit-after-receipt, --batch 2 " +
+			"exits after the first response, the second job neither sent nor finished.",
+		Why: "A sender that counts 1 or \"ok\" as success marks undelivered orders done, and nobody ever finds " +
+			"out; one that guesses on an answer it cannot explain buries the evidence, and one that follows a redirect " +
+			"delivers to an address nobody chose. Leaving the job leased lets the lease run out and the next claim bring " +
+			"it back. A receiver that checks and then inserts in two steps applies a resend twice under load.",
+	},
 	run: runStep6,
 }
 
 // The parts are independent (each its own queue file and receiver) and run
 // at once; the report shows them one after the other.
-func runStep6(h *Harness) {
+func runStep6(h *harness.Harness) {
 	h.Parallel(
-		Part{"a: the real receiver in each fault mode", realReceiverCases},
-		Part{"b: other 2xx answers and the ack", twoXXCases},
-		Part{"c: redirects are never followed", threeXXCases},
-		Part{"d: other 4xx and 5xx", fourFiveXXCases},
-		Part{"e: no answer: timeout, reset, refused; the crash switch", transportCases},
-		Part{"f: sender run on an empty queue", runEmpty},
-		Part{"g: sender run drains the queue", runDrains},
-		Part{"h: sender run leaves a BadAck undecided", func(h *Harness) { runStops(h, "h", 20) }},
-		Part{"i: sender run leaves a 3xx undecided", func(h *Harness) { runStops(h, "i", 21) }},
-		Part{"j: a finish that is not applied", staleFinish},
-		Part{"k: the receiver's own clauses", receiverClauses},
-		Part{"l: the order carries this claim's qty and token", claimInBody},
-		Part{"m: SIGTERM stops sender run after the current job", gracefulStop},
-		Part{"n: the sender's flags at their bounds", senderBounds},
-		Part{"o: the receiver's flags at their bounds", receiverBounds},
+		harness.Part{Name: "a: the real receiver in each fault mode", Run: realReceiverCases},
+		harness.Part{Name: "b: other 2xx answers and the ack", Run: twoXXCases},
+		harness.Part{Name: "c: redirects are never followed", Run: threeXXCases},
+		harness.Part{Name: "d: other 4xx and 5xx", Run: fourFiveXXCases},
+		harness.Part{Name: "e: no answer: timeout, reset, refused; the crash switch", Run: transportCases},
+		harness.Part{Name: "f: sender run on an empty queue", Run: runEmpty},
+		harness.Part{Name: "g: sender run drains the queue", Run: runDrains},
+		harness.Part{Name: "h: sender run leaves a BadAck undecided", Run: func(h *harness.Harness) { runStops(h, "h", 20) }},
+		harness.Part{Name: "i: sender run leaves a 3xx undecided", Run: func(h *harness.Harness) { runStops(h, "i", 21) }},
+		harness.Part{Name: "j: a finish that is not applied", Run: staleFinish},
+		harness.Part{Name: "k: the receiver's own clauses", Run: receiverClauses},
+		harness.Part{Name: "l: the order carries this claim's qty and token", Run: claimInBody},
+		harness.Part{Name: "m: SIGTERM stops sender run after the current job", Run: gracefulStop},
+		harness.Part{Name: "n: the sender's flags at their bounds", Run: senderBounds},
+		harness.Part{Name: "o: the receiver's flags at their bounds", Run: receiverBounds},
+		harness.Part{Name: "p: the receiver's fault modes, each exactly", Run: faultModes},
+		harness.Part{Name: "q: the receiver binds its address before it touches a file", Run: bindFirst},
+		harness.Part{Name: "r: --url is a base address: its path is kept", Run: baseURL},
+		harness.Part{Name: "s: --now-ms holds the clock for the whole run", Run: heldClock},
+		harness.Part{Name: "t: --batch N delivers a batch (optional)", Run: batchDelivery},
+		harness.Part{Name: "u: a client that stalls a second is still served", Run: slowClient},
 	)
 }
 
 // sendCase is one job, one run-once, and what the contract says becomes of it.
 type sendCase struct {
 	id        string
-	answer    Answer         // the fake receiver's answer (parts b–e)
+	answer    harness.Answer // the fake receiver's answer (parts b–e)
 	faults    map[string]any // the real receiver's fault modes (part a)
 	url       string         // overrides the part's receiver URL
-	timeoutMs int64          // the sender's --timeout-ms; 0: the contract's default
+	timeoutMs int64          // the sender's --timeout-ms; 0: the harness's patience
 	crash     int            // --exit-after-receipt; 0: off
 	code      int            // expected exit code
 	status    int64          // the response event's status
@@ -80,14 +102,14 @@ const leftLeased = ""
 // the part) and runs one sender per job, in order, each at its job's instant:
 // earlier jobs are then finished, backing off or still leased, so each sender
 // claims exactly its own job.
-func runCases(h *Harness, url string, fake *FakeReceiver, rcv *Receiver, cases []sendCase) {
+func runCases(h *harness.Harness, url string, fake *harness.FakeReceiver, rcv *harness.Receiver, cases []sendCase) {
 	for i, c := range cases {
 		h.MustEnqueue(c.id, 7, t0+int64(i)*10)
 		if fake != nil {
 			fake.On(c.id, c.answer)
 		}
 	}
-	runs := make([]SenderRun, len(cases))
+	runs := make([]harness.SenderRun, len(cases))
 	ids := make([]string, len(cases))
 	for i, c := range cases {
 		h.Section(c.id)
@@ -98,7 +120,7 @@ func runCases(h *Harness, url string, fake *FakeReceiver, rcv *Receiver, cases [
 		if c.url != "" {
 			u = c.url
 		}
-		runs[i] = h.RunSender("S", SenderOpts{URL: u, Now: t0 + int64(i)*10, LeaseMs: 30000, TimeoutMs: c.timeoutMs, ExitAfterReceipt: c.crash})
+		runs[i] = h.RunSender("S", harness.SenderOpts{URL: u, Now: t0 + int64(i)*10, LeaseMs: 30000, TimeoutMs: c.timeoutMs, ExitAfterReceipt: c.crash})
 		ids[i] = c.id
 	}
 	// The jobs are read back all at once, and judged in order: the first
@@ -115,14 +137,14 @@ func runCases(h *Harness, url string, fake *FakeReceiver, rcv *Receiver, cases [
 
 // judgeCase checks one run-once against its case: the claim, the response
 // event, the exit code, the events in order, the finish and the job after.
-func judgeCase(h *Harness, c sendCase, now int64, run SenderRun, j Job) {
+func judgeCase(h *harness.Harness, c sendCase, now int64, run harness.SenderRun, j harness.Job) {
 	what := fmt.Sprintf("%s: sender run-once", c.id)
 	claimed, ok := run.Event("claimed")
 	h.Check(what+" claims the job", ok && claimed.Str("id") == c.id && claimed.Int("token") == 1, c.id+" claimed with token 1",
-		fmt.Sprintf("%s; %s; %s", run.Events(), trim(claimed.Text), run.Exit()), "this job is the only one due at this instant")
+		fmt.Sprintf("%s; %s; %s", run.Events(), harness.Trim(claimed.Text), run.Exit()), "this job is the only one due at this instant")
 	resp, ok := run.Event("response")
 	h.Check(what+" reports the response: status and ack as sent", ok && resp.Int("status") == c.status && resp.Raw("ack") == c.ack,
-		fmt.Sprintf(`{"event":"response",…,"status":%d,"ack":%s}`, c.status, c.ack), fmt.Sprintf("%s; %s", run.Events(), trim(resp.Text)),
+		fmt.Sprintf(`{"event":"response",…,"status":%d,"ack":%s}`, c.status, c.ack), fmt.Sprintf("%s; %s", run.Events(), harness.Trim(resp.Text)),
 		"the response event shows what came back (status 0 and ack null when no HTTP answer came), before the sender acts on it: the evidence of what the receiver said")
 	h.Check(what+" exit code", run.Code == c.code && run.Signal == "", fmt.Sprintf("exit %d", c.code),
 		fmt.Sprintf("%s, after status %d ack %s and events: %s", run.Exit(), resp.Int("status"), resp.Raw("ack"), run.Events()), c.why)
@@ -139,7 +161,7 @@ func judgeCase(h *Harness, c sendCase, now int64, run SenderRun, j Job) {
 	switch c.state {
 	case leftLeased:
 		h.Equal(c.id+": the job is still leased to S under token 1", "leased owner=S token=1",
-			fmt.Sprintf("%s owner=%s token=%d", stateReason(j), show(j.Owner), j.Token), c.why)
+			fmt.Sprintf("%s owner=%s token=%d", stateReason(j), harness.Repr(j.Owner), j.Token), c.why)
 	case "pending":
 		h.Equal(c.id+": pending at now + backoff(id, 1)", fmt.Sprintf("pending available_at=%d", now+expectedBackoff(c.id, 1)),
 			fmt.Sprintf("%s available_at=%d", stateReason(j), j.AvailableAt), c.why)
@@ -151,7 +173,7 @@ func judgeCase(h *Harness, c sendCase, now int64, run SenderRun, j Job) {
 // judgePost checks what the fake receiver got for a case: POSTs to
 // URL/orders whose body is {id, qty, token} with the claimed token; exactly
 // one when an HTTP answer came back.
-func judgePost(h *Harness, fake *FakeReceiver, c sendCase, run SenderRun) {
+func judgePost(h *harness.Harness, fake *harness.FakeReceiver, c sendCase, run harness.SenderRun) {
 	reqs := fake.RequestsFor(c.id)
 	why := "CONTRACT §4: --url is the receiver's base address and the order goes to URL/orders as {\"id\",\"qty\",\"token\"} with the claim's token, which the receiver records to show which grant landed"
 	if !c.answer.Hang && !c.answer.Reset {
@@ -159,7 +181,7 @@ func judgePost(h *Harness, fake *FakeReceiver, c sendCase, run SenderRun) {
 			"one run-once delivers one job once; it does not resend on its own (the lease and the next claim do that)")
 	}
 	h.Check(c.id+": the sender posted the order", len(reqs) > 0, "a POST /orders carrying id "+c.id,
-		"requests the fake receiver got: "+showRequests(fake.Requests()), why)
+		"requests the fake receiver got: "+harness.ShowRequests(fake.Requests()), why)
 	want := fmt.Sprintf(`POST /orders {"id":%q,"qty":7,"token":1}`, c.id)
 	for _, r := range reqs {
 		h.Equal(c.id+": method, path and body of the POST", want, r.Method+" "+r.Path+" "+canonicalOrder(r.Body), why)
@@ -170,16 +192,18 @@ func judgePost(h *Harness, fake *FakeReceiver, c sendCase, run SenderRun) {
 // JSON object with exactly those members, and as it came otherwise.
 func canonicalOrder(body string) string {
 	var m map[string]json.RawMessage
-	if decodeObject(body, &m) != nil || len(m) != 3 || m["id"] == nil || m["qty"] == nil || m["token"] == nil {
-		return trim(body)
+	if harness.DecodeObject(body, &m) != nil || len(m) != 3 || m["id"] == nil || m["qty"] == nil || m["token"] == nil {
+		return harness.Trim(body)
 	}
 	return fmt.Sprintf(`{"id":%s,"qty":%s,"token":%s}`, m["id"], m["qty"], m["token"])
 }
 
-func realReceiverCases(h *Harness) {
+func realReceiverCases(h *harness.Harness) {
+	h.Clause("§3.init.json", "§5.listening")
 	h.UseQueue("queue-a.db")
 	h.Init()
 	rcv := h.StartReceiver("receiver-a.db")
+	h.Clause("§4.class.ok", "§4.class.badack", "§4.class.retry", "§4.class.permanent", "§4.run-once.applied", "§4.events.order", "§4.events.claimed", "§4.events.response", "§4.events.finished", "§4.once", "§5.faults.loose-ack", "§5.faults.fail-next", "§5.faults.reject", "§5.faults.post")
 	cases := []sendCase{
 		{id: "ok-1", code: 0, status: 200, ack: "true", class: "ok", state: "done",
 			why: "a 2xx whose ack is the JSON boolean true is the only success"},
@@ -195,6 +219,7 @@ func realReceiverCases(h *Harness) {
 			why: "a 4xx will be refused again: retrying only wastes attempts, so quarantine it at once"},
 	}
 	runCases(h, rcv.URL, nil, rcv, cases)
+	h.Clause("§5.new", "§5.stock", "§5.count", "§4.once")
 	h.Section("a: what the receiver saw")
 	st := rcv.Stock()
 	h.Equal("the receiver applied ok-1, ack-1 and ack-ok (stock 3×7)", int64(21), st.Stock,
@@ -208,16 +233,18 @@ func realReceiverCases(h *Harness) {
 // refusal is a realistic refusal body.
 func refusal(msg string) string { return `{"ack":false,"error":"` + msg + `"}` }
 
-func twoXXCases(h *Harness) {
+func twoXXCases(h *harness.Harness) {
+	h.Clause("§3.init.json")
 	h.UseQueue("queue-b.db")
 	h.Init()
 	fake := h.StartFakeReceiver()
+	h.Clause("§4.class.ok", "§4.class.badack", "§4.events.order", "§4.events.claimed", "§4.events.response", "§4.events.finished", "§4.run-once.applied", "§4.url", "§4.body", "§4.once")
 	ok := func(id string, status int, body string) sendCase {
-		return sendCase{id: id, answer: Answer{Status: status, Body: body}, code: 0, status: int64(status), ack: "true", class: "ok", state: "done",
+		return sendCase{id: id, answer: harness.Answer{Status: status, Body: body}, code: 0, status: int64(status), ack: "true", class: "ok", state: "done",
 			why: "every 2xx is a success status, not only 200: with the ack exactly true the order is delivered"}
 	}
 	bad := func(id string, status int, body, ack, why string) sendCase {
-		return sendCase{id: id, answer: Answer{Status: status, Body: body}, code: 20, status: int64(status), ack: ack, state: leftLeased,
+		return sendCase{id: id, answer: harness.Answer{Status: status, Body: body}, code: 20, status: int64(status), ack: ack, state: leftLeased,
 			why: why + ": a BadAck, so exit 20 with no finish and the job left leased under its token for the next claim to bring back"}
 	}
 	runCases(h, fake.URL, fake, nil, []sendCase{
@@ -234,12 +261,14 @@ func twoXXCases(h *Harness) {
 	})
 }
 
-func threeXXCases(h *Harness) {
+func threeXXCases(h *harness.Harness) {
+	h.Clause("§3.init.json")
 	h.UseQueue("queue-c.db")
 	h.Init()
 	fake := h.StartFakeReceiver()
+	h.Clause("§4.class.unexpected", "§4.class.status-first", "§4.redirect", "§4.events.order", "§4.events.claimed", "§4.events.response", "§4.url", "§4.body", "§4.once")
 	moved := func(id string, status int, body, ack string) sendCase {
-		return sendCase{id: id, answer: Answer{Status: status, Body: body, Redirect: true}, code: 21, status: int64(status), ack: ack, state: leftLeased,
+		return sendCase{id: id, answer: harness.Answer{Status: status, Body: body, Redirect: true}, code: 21, status: int64(status), ack: ack, state: leftLeased,
 			why: "a 3xx is not in the contract's table of answers: an unexpected result, exit 21, no finish, the job left leased; a redirect is never followed, since the order would go to an address nobody configured"}
 	}
 	runCases(h, fake.URL, fake, nil, []sendCase{
@@ -249,22 +278,25 @@ func threeXXCases(h *Harness) {
 		moved("moved-307", 307, `{"ack":true}`, "true"),
 		moved("moved-308", 308, `{"ack":false,"error":"moved"}`, "false"),
 	})
+	h.Clause("§4.redirect")
 	h.Section("c: the redirect target")
-	h.Equal("no request ever reached the redirect target "+MovedPath, "none", showRequests(fake.MovedHits()),
+	h.Equal("no request ever reached the redirect target "+harness.MovedPath, "none", harness.ShowRequests(fake.MovedHits()),
 		"CONTRACT §4: redirects are never followed; following one sends the order where the sender was not told to send it")
 }
 
-func fourFiveXXCases(h *Harness) {
+func fourFiveXXCases(h *harness.Harness) {
+	h.Clause("§3.init.json")
 	h.UseQueue("queue-d.db")
 	h.Init()
 	fake := h.StartFakeReceiver()
+	h.Clause("§4.class.permanent", "§4.class.retry", "§4.events.order", "§4.events.claimed", "§4.events.response", "§4.events.finished", "§4.run-once.applied", "§4.url", "§4.body", "§4.once", "§2.finish.retry.pending", "§2.finish.permanent")
 	perm := func(id string, status int) sendCase {
-		return sendCase{id: id, answer: Answer{Status: status, Body: refusal(http.StatusText(status))}, code: 0, status: int64(status), ack: "false",
+		return sendCase{id: id, answer: harness.Answer{Status: status, Body: refusal(http.StatusText(status))}, code: 0, status: int64(status), ack: "false",
 			class: "permanent", state: "dead(permanent)",
 			why: "every 4xx is Permanent, not only 422, whatever HTTP elsewhere suggests (408 Request Timeout, 429 Too Many Requests): the receiver will refuse it again, so quarantine it at once instead of spending its attempts"}
 	}
 	retry := func(id string, status int) sendCase {
-		return sendCase{id: id, answer: Answer{Status: status, Body: refusal("try again later")}, code: 0, status: int64(status), ack: "false",
+		return sendCase{id: id, answer: harness.Answer{Status: status, Body: refusal("try again later")}, code: 0, status: int64(status), ack: "false",
 			class: "retryable", state: "pending",
 			why: "every 5xx is Retryable, not only 503: finish retry, pending again at now + backoff(id, 1)"}
 	}
@@ -274,44 +306,55 @@ func fourFiveXXCases(h *Harness) {
 	})
 }
 
-func transportCases(h *Harness) {
+func transportCases(h *harness.Harness) {
+	h.Clause("§3.init.json", "§4.class.retry", "§4.crash-switch", "§4.flags", "§4.events.order", "§4.events.claimed", "§4.events.response", "§4.events.finished", "§4.run-once.applied", "§4.url", "§4.body")
 	h.UseQueue("queue-e.db")
 	h.Init()
 	fake := h.StartFakeReceiver()
+	// The hang's --timeout-ms is judged (it must run out), but the fake
+	// receiver must have read the POST before it does: on a loaded machine
+	// 300 ms was shorter than the lab took to read it, and the check said
+	// the sender never posted. So: the calibrated block wait, well inside
+	// the 30 s lease.
+	hangMs := min(h.Limits.Block, 10*time.Second).Milliseconds()
 	runCases(h, fake.URL, fake, nil, []sendCase{
-		{id: "hang-1", answer: Answer{Hang: true}, timeoutMs: 300, code: 0, status: 0, ack: "null", class: "retryable", state: "pending",
+		{id: "hang-1", answer: harness.Answer{Hang: true}, timeoutMs: hangMs, code: 0, status: 0, ack: "null", class: "retryable", state: "pending",
 			why: "a receiver that accepts and never answers is a timeout once --timeout-ms has passed: Retryable, finish retry, not an unexpected error that leaves the job leased"},
-		{id: "reset-1", answer: Answer{Reset: true}, code: 0, status: 0, ack: "null", class: "retryable", state: "pending",
+		{id: "reset-1", answer: harness.Answer{Reset: true}, code: 0, status: 0, ack: "null", class: "retryable", state: "pending",
 			why: "a reset connection is temporary (the receiver may have crashed mid-request): finish retry"},
 		{id: "crash-0", url: h.RefusedURL(), crash: 42, code: 42, status: 0, ack: "null", state: leftLeased,
 			why: "the crash switch fires after every response event, including one with status 0: the sender exits with its code and no finish runs"},
 	})
 }
 
-func runEmpty(h *Harness) {
+func runEmpty(h *harness.Harness) {
+	h.Clause("§3.init.json")
 	h.UseQueue("queue-f.db")
 	h.Init()
 	fake := h.StartFakeReceiver()
-	run := h.RunSender("S", SenderOpts{Mode: "run", URL: fake.URL, Now: t0})
+	h.Clause("§4.run.empty", "§4.events.order")
+	run := h.RunSender("S", harness.SenderOpts{Mode: "run", URL: fake.URL, Now: t0})
 	h.Check("sender run on an empty queue exits 0", run.Code == 0 && run.Signal == "", "exit 0; events claiming empty",
 		run.Exit()+"; events: "+run.Events(), "CONTRACT §4: run repeats until nothing is claimable and then exits 0: an empty queue is the normal end, not an error")
 	h.Equal("sender run on an empty queue: events", "claiming empty", run.Events(), "one claim that finds nothing, said with the empty event")
 }
 
-func runDrains(h *Harness) {
+func runDrains(h *harness.Harness) {
+	h.Clause("§3.init.json")
 	h.UseQueue("queue-g.db")
 	h.Init()
 	fake := h.StartFakeReceiver()
 	jobs := []struct {
 		id    string
-		a     Answer
+		a     harness.Answer
 		class string
 		state string
 	}{
-		{"run-ok", Answer{Status: 201, Body: `{"ack":true}`}, "ok", "done"},
-		{"run-retry", Answer{Status: 500, Body: refusal("down")}, "retryable", "pending"},
-		{"run-perm", Answer{Status: 404, Body: refusal("gone")}, "permanent", "dead(permanent)"},
+		{"run-ok", harness.Answer{Status: 201, Body: `{"ack":true}`}, "ok", "done"},
+		{"run-retry", harness.Answer{Status: 500, Body: refusal("down")}, "retryable", "pending"},
+		{"run-perm", harness.Answer{Status: 404, Body: refusal("gone")}, "permanent", "dead(permanent)"},
 	}
+	h.Clause("§4.run.decisions", "§4.run.empty", "§4.events.order", "§4.events.finished", "§2.claim.order")
 	var wantEvents, wantFin, wantStates []string
 	for i, j := range jobs {
 		h.MustEnqueue(j.id, 7, t0+int64(i))
@@ -320,7 +363,7 @@ func runDrains(h *Harness) {
 		wantFin = append(wantFin, j.id+" "+j.class)
 		wantStates = append(wantStates, j.id+" "+j.state)
 	}
-	run := h.RunSender("S", SenderOpts{Mode: "run", URL: fake.URL, Now: t0 + 10})
+	run := h.RunSender("S", harness.SenderOpts{Mode: "run", URL: fake.URL, Now: t0 + 10})
 	why := "CONTRACT §4: run repeats run-once until nothing is claimable; ok, retry and permanent are all decisions, so it goes on to the next job, and exits 0 once the queue has nothing due"
 	h.Check("sender run over three due jobs exits 0", run.Code == 0 && run.Signal == "", "exit 0",
 		run.Exit()+"; events: "+run.Events(), why)
@@ -343,26 +386,28 @@ func runDrains(h *Harness) {
 
 // runStops gives run a first job whose answer is a BadAck (code 20) or a 3xx
 // (code 21) and a second due job, which must be left untouched.
-func runStops(h *Harness, part string, code int) {
+func runStops(h *harness.Harness, part string, code int) {
+	h.Clause("§3.init.json")
 	h.UseQueue("queue-" + part + ".db")
 	h.Init()
 	fake := h.StartFakeReceiver()
 	first, second := part+"-first", part+"-second"
 	what := "a BadAck (ack \"ok\")"
-	fake.On(first, Answer{Status: 200, Body: `{"ack":"ok"}`})
+	fake.On(first, harness.Answer{Status: 200, Body: `{"ack":"ok"}`})
 	if code == 21 {
 		what = "a 302"
-		fake.On(first, Answer{Status: 302, Redirect: true})
+		fake.On(first, harness.Answer{Status: 302, Redirect: true})
 	}
-	fake.On(second, Answer{Status: 200, Body: `{"ack":true}`})
+	fake.On(second, harness.Answer{Status: 200, Body: `{"ack":true}`})
 	h.MustEnqueue(first, 7, t0)
 	h.MustEnqueue(second, 7, t0+1)
-	run := h.RunSender("S", SenderOpts{Mode: "run", URL: fake.URL, Now: t0 + 10})
+	run := h.RunSender("S", harness.SenderOpts{Mode: "run", URL: fake.URL, Now: t0 + 10})
+	h.Clause("§4.run.undecided", "§4.class.badack", "§4.class.unexpected")
 	why := "CONTRACT §4: a job whose answer the sender cannot explain is never finished: it stays leased, so the " +
 		"lease brings it back and a person can look at it, instead of a guess burying it"
 	j1 := h.MustShow(first).Job
 	h.Equal(fmt.Sprintf("after %s, the first job is left leased to S under token 1", what), "leased owner=S token=1",
-		fmt.Sprintf("%s owner=%s token=%d", stateReason(j1), show(j1.Owner), j1.Token), why)
+		fmt.Sprintf("%s owner=%s token=%d", stateReason(j1), harness.Repr(j1.Owner), j1.Token), why)
 	// The reference stops there and exits as run-once would; CONTRACT v1
 	// ("repeat run-once until nothing is claimable") also allows going on to
 	// the other jobs and exiting 0 at the end. Either is graded as right;
@@ -385,7 +430,7 @@ func runStops(h *Harness, part string, code int) {
 }
 
 // finishedFor reports whether a sender run printed a finished event for id.
-func finishedFor(run SenderRun, id string) bool {
+func finishedFor(run harness.SenderRun, id string) bool {
 	for _, l := range run.Lines {
 		if l.Str("event") == "finished" && l.Str("id") == id {
 			return true
@@ -396,22 +441,25 @@ func finishedFor(run SenderRun, id string) bool {
 
 // staleFinish holds the fake's answer while the harness reclaims the job at
 // the end of S's lease, so S finishes with a token that is no longer current.
-func staleFinish(h *Harness) {
+func staleFinish(h *harness.Harness) {
 	const lease = 30000
+	h.Clause("§3.init.json")
 	h.UseQueue("queue-j.db")
 	h.Init()
 	fake := h.StartFakeReceiver()
 	hold, release := heldAnswer(h)
-	fake.On("stale-1", Answer{Status: 200, Body: `{"ack":true}`, Hold: hold})
+	fake.On("stale-1", harness.Answer{Status: 200, Body: `{"ack":true}`, Hold: hold})
 	h.MustEnqueue("stale-1", 7, t0)
-	p := h.StartSender("S", SenderOpts{URL: fake.URL, Now: t0, LeaseMs: lease, TimeoutMs: 600000})
+	p := h.StartSender("S", harness.SenderOpts{URL: fake.URL, Now: t0, LeaseMs: lease, TimeoutMs: 600000})
 	fake.WaitRequest("stale-1", "S must have claimed stale-1 and posted it before its token can go stale")
+	h.Clause("§2.claim.expiry", "§2.claim.grant")
 	c := h.Claim("H", t0+lease, lease)
 	h.Check("the harness reclaims stale-1 at S's lease_until with token 2", c.Run.Code == 0 && c.Claimed && c.Job.ID == "stale-1" && c.Job.Token == 2,
-		"stale-1 claimed with token 2", fmt.Sprintf("%s %s", c.Run.Exit(), trim(c.Run.Stdout)),
+		"stale-1 claimed with token 2", fmt.Sprintf("%s %s", c.Run.Exit(), harness.Trim(c.Run.Stdout)),
 		"S's lease has run out on the injected clock, so the job comes back with a new token while S still waits for its answer")
-	h.Action("release the held answer: 200 {\"ack\":true}", noClock)
+	h.Action("release the held answer: 200 {\"ack\":true}", result.NoClock)
 	release()
+	h.Clause("§4.run-once.stale", "§2.finish.fence", "§4.events.finished")
 	run := p.Finish("S's run-once ends once its finish has been refused")
 	why := "CONTRACT §4, §6: when run-once's finish is not applied (its token went stale while it posted) it prints the finished event with applied false and exits 12, so an operator sees that this sender's outcome was discarded"
 	h.Check("S's finish with token 1 is not applied: exit 12", run.Code == 12 && run.Signal == "", "exit 12",
@@ -421,7 +469,7 @@ func staleFinish(h *Harness) {
 	h.Equal("S's finished event says applied false", "ok applied=false", fin.Str("class")+" applied="+fin.Raw("applied"), why)
 	j := h.MustShow("stale-1").Job
 	h.Equal("stale-1 is still leased to H under token 2", "leased owner=H token=2 attempts=2",
-		fmt.Sprintf("%s owner=%s token=%d attempts=%d", stateReason(j), show(j.Owner), j.Token, j.Attempts),
+		fmt.Sprintf("%s owner=%s token=%d attempts=%d", stateReason(j), harness.Repr(j.Owner), j.Token, j.Attempts),
 		"the token is the fence: a stale holder's outcome changes nothing")
 }
 
@@ -429,19 +477,21 @@ func staleFinish(h *Harness) {
 // this claim. Everywhere else in the step both are 7 and 1, which a sender
 // that sent a constant, or the attempt number for the token, would also
 // send; after a redrive the token (2) is no longer the attempt (1).
-func claimInBody(h *Harness) {
+func claimInBody(h *harness.Harness) {
+	h.Clause("§3.init.json", "§3.claim.json", "§3.finish.json", "§3.redrive.json")
 	h.UseQueue("queue-l.db")
 	h.Init()
 	fake := h.StartFakeReceiver()
 	const id = "redriven-1"
-	fake.On(id, Answer{Status: 201, Body: `{"ack":true}`})
+	fake.On(id, harness.Answer{Status: 201, Body: `{"ack":true}`})
 	h.MustEnqueue(id, 3, t0)
 	c := h.Claim("H", t0, 30000)
 	h.ExpectExit("the harness claims "+id, 0, c.Run, id+" is the only job, and due")
 	h.MustFinish(id, c.Job.Token, "permanent", t0+1)
 	d := h.Redrive(id, "T-1", t0+2)
 	h.ExpectExit("the harness redrives "+id, 0, d.Run, id+" is dead (permanent) and the note is a ticket id")
-	run := h.RunSender("S", SenderOpts{URL: fake.URL, Now: t0 + 3}) // --lease-ms left to its default, 30000
+	h.Clause("§4.body", "§4.events.claimed", "§4.flags.defaults", "§4.once", "§4.run-once.applied", "§2.redrive.token")
+	run := h.RunSender("S", harness.SenderOpts{URL: fake.URL, Now: t0 + 3}) // --lease-ms left to its default, 30000
 	why := "CONTRACT §4: the order goes as {\"id\",\"qty\",\"token\"}: the job's qty and the token of this claim, which the receiver records to show which grant landed; " +
 		"after a redrive the token goes on from where it was (2) while the attempts start again (1)"
 	claimed, _ := run.Event("claimed")
@@ -466,40 +516,43 @@ func claimInBody(h *Harness) {
 // job leased. Whether it would have claimed more is not judged: the signal
 // reaches it at a moment the lab cannot observe, and the queue holds nothing
 // else.
-func gracefulStop(h *Harness) {
+func gracefulStop(h *harness.Harness) {
+	h.Clause("§3.init.json")
 	h.UseQueue("queue-m.db")
 	h.Init()
 	fake := h.StartFakeReceiver()
 	hold, release := heldAnswer(h)
 	const id = "term-1"
-	fake.On(id, Answer{Status: 200, Body: `{"ack":true}`, Hold: hold})
+	fake.On(id, harness.Answer{Status: 200, Body: `{"ack":true}`, Hold: hold})
 	h.MustEnqueue(id, 7, t0)
-	p := h.StartSender("S", SenderOpts{Mode: "run", URL: fake.URL, Now: t0, LeaseMs: 30000, TimeoutMs: 600000})
+	p := h.StartSender("S", harness.SenderOpts{Mode: "run", URL: fake.URL, Now: t0, LeaseMs: 30000, TimeoutMs: 600000})
 	fake.WaitRequest(id, "S must hold "+id+" and wait for its answer before it is asked to stop")
+	h.Clause("§4.run.signal")
 	p.Terminate()
-	h.Action("release the held answer: 200 {\"ack\":true}", noClock)
+	h.Action("release the held answer: 200 {\"ack\":true}", result.NoClock)
 	release()
 	run := p.Finish("sender run ends after the job it holds")
 	why := "CONTRACT §4: `run` stops on SIGINT or SIGTERM with exit 0 after the current job; a sender that dies on the signal leaves the job leased until its lease runs out, and one that drops it unfinished throws the delivery's outcome away"
 	h.Check("S exits 0 after SIGTERM", run.Code == 0 && run.Signal == "", "exit 0", run.Exit()+"; events: "+run.Events(), why)
 	fin, ok := run.Event("finished")
 	h.Check("S finished "+id+" before it stopped", ok && fin.Str("id") == id && fin.Raw("applied") == "true",
-		`{"event":"finished","id":"`+id+`",…,"applied":true}`, run.Events()+"; "+trim(fin.Text), why)
+		`{"event":"finished","id":"`+id+`",…,"applied":true}`, run.Events()+"; "+harness.Trim(fin.Text), why)
 	j := h.MustShow(id).Job
 	h.Check(id+" is decided, not left leased", j.State != "leased", "done (or pending, had S finished it retry)",
-		fmt.Sprintf("%s owner=%s token=%d", stateReason(j), show(j.Owner), j.Token), why)
+		fmt.Sprintf("%s owner=%s token=%d", stateReason(j), harness.Repr(j.Owner), j.Token), why)
 }
 
 // senderBounds gives the sender each of its numeric flags one step outside
 // its range (CONTRACT §4's ranges, §1 for --now-ms and the owner): invalid
 // input, exit 3, nothing on stdout, nothing claimed and nothing posted,
 // although a job is due.
-func senderBounds(h *Harness) {
+func senderBounds(h *harness.Harness) {
+	h.Clause("§3.init.json")
 	h.UseQueue("queue-n.db")
 	h.Init()
 	fake := h.StartFakeReceiver()
 	const id = "bound-1"
-	fake.On(id, Answer{Status: 200, Body: `{"ack":true}`})
+	fake.On(id, harness.Answer{Status: 200, Body: `{"ack":true}`})
 	h.MustEnqueue(id, 7, t0)
 	cases := []struct{ flag, value string }{
 		{"--lease-ms", "0"}, {"--lease-ms", "86400001"},
@@ -509,6 +562,7 @@ func senderBounds(h *Harness) {
 		{"--exit-after-receipt", "0"}, {"--exit-after-receipt", "126"},
 		{"--owner", strings.Repeat("S", 65)},
 	}
+	h.Clause("§4.flags", "§1.owner", "§1.now", "§1.invalid", "§6.nothing-written")
 	before := h.Snapshot()
 	cmds := make([][]string, len(cases))
 	for i, c := range cases {
@@ -522,7 +576,7 @@ func senderBounds(h *Harness) {
 			}
 		}
 	}
-	runs := h.execAll(cmds)
+	runs := h.ExecAll(cmds)
 	why := "CONTRACT §4, §6: each flag has its range, and a value outside it is invalid input: exit 3, one line on stderr, and nothing claimed or sent, since the job would otherwise run under a lease, a timeout or a clock nobody asked for"
 	for i, c := range cases {
 		what := c.flag + " " + c.value
@@ -531,9 +585,9 @@ func senderBounds(h *Harness) {
 		}
 		h.ExpectExit("`sender run-once` with "+what+" is refused", 3, runs[i], why)
 		h.Check("…and prints nothing on stdout ("+what+")", runs[i].Stdout == "", "empty stdout",
-			fmt.Sprintf("stdout %q", trim(runs[i].Stdout)), "a refusal is one line on stderr; stdout carries only events")
+			fmt.Sprintf("stdout %q", harness.Trim(runs[i].Stdout)), "a refusal is one line on stderr; stdout carries only events")
 	}
-	h.expectUnchanged(before, nil, why, "sender run-once with each flag outside its range")
+	h.ExpectUnchanged(before, nil, why, "sender run-once with each flag outside its range")
 	h.Equal("the receiver got nothing", 0, len(fake.RequestsFor(id)), why)
 
 	// The other side of each bound: the extreme values are accepted. The
@@ -542,14 +596,15 @@ func senderBounds(h *Harness) {
 	// bound-2 is due at 0, bound-3 just before 2^53−1; the lower run goes
 	// first, since the upper one's clock is past bound-2's deadline.
 	for _, b := range []string{"bound-2", "bound-3"} {
-		fake.On(b, Answer{Status: 200, Body: `{"ack":true}`})
+		fake.On(b, harness.Answer{Status: 200, Body: `{"ack":true}`})
 	}
 	h.MustEnqueue("bound-2", 7, 0)
 	h.MustEnqueue("bound-3", 7, 9007199254740991-1000)
 	base := []string{"run-once", "--db", h.DB, "--url", fake.URL, "--json"}
-	low := h.exec("sender", slices.Concat(base, []string{"--owner", "9", "--now-ms", "0",
+	h.Clause("§4.flags", "§1.owner", "§1.now")
+	low := h.Exec("sender", slices.Concat(base, []string{"--owner", "9", "--now-ms", "0",
 		"--lease-ms", "1", "--timeout-ms", "1", "--busy-timeout-ms", "0", "--exit-after-receipt", "1"})...)
-	high := h.exec("sender", slices.Concat(base, []string{"--owner", strings.Repeat("S", 64), "--now-ms", "9007199254740991",
+	high := h.Exec("sender", slices.Concat(base, []string{"--owner", strings.Repeat("S", 64), "--now-ms", "9007199254740991",
 		"--lease-ms", "86400000", "--timeout-ms", "86400000", "--busy-timeout-ms", "86400000", "--exit-after-receipt", "125"})...)
 	whyOK := "CONTRACT §4: the ends of each range are valid; here the crash switch then ends the run with its code"
 	h.ExpectExit("`sender run-once` with every flag at its lower end (owner \"9\", now 0, lease and timeout 1 ms, busy timeout 0, --exit-after-receipt 1)", 1, low, whyOK)
@@ -561,7 +616,8 @@ func senderBounds(h *Harness) {
 // and its database file never created, since every flag is checked before
 // any file is touched. A receiver that starts instead announces its address:
 // that line, not a wait, is the wrong answer.
-func receiverBounds(h *Harness) {
+func receiverBounds(h *harness.Harness) {
+	h.Clause("§5.flags", "§5.start.order", "§1.invalid")
 	cases := []struct{ flag, value string }{
 		{"--busy-timeout-ms", "0"}, {"--busy-timeout-ms", "86400001"},
 		{"--fail-next", "-1"}, {"--fail-next", "1000001"},
@@ -570,7 +626,7 @@ func receiverBounds(h *Harness) {
 		{"--reject-id", "a b"},
 		{"--addr", "127.0.0.1:65536"},
 	}
-	procs := make([]*Proc, len(cases))
+	procs := make([]*harness.Proc, len(cases))
 	dbs := make([]string, len(cases))
 	for i, c := range cases {
 		dbs[i] = filepath.Join(h.Dir, fmt.Sprintf("receiver-bound-%d.db", i))
@@ -578,33 +634,34 @@ func receiverBounds(h *Harness) {
 		if c.flag != "--addr" {
 			args = append(args, "--addr", "127.0.0.1:0")
 		}
-		procs[i] = h.start(fmt.Sprintf("receiver-bound-%d", i), LaneReceiver, "receiver", noClock, describeRequest, args...)
+		procs[i] = h.Start(fmt.Sprintf("receiver-bound-%d", i), result.LaneReceiver, "receiver", result.NoClock, harness.DescribeRequest, args...)
 	}
 	why := "CONTRACT §5, §6: every flag of the receiver has its range or form, checked before any file is touched: a value outside it is invalid input (exit 3), and a refused start creates nothing"
 	for i, c := range cases {
 		what := c.flag + " " + c.value
 		p := procs[i]
-		switch p.waitFor(func() bool { return len(p.lines) > 0 }) {
-		case condHeld:
+		switch p.WaitLines(func(lines []harness.Line) bool { return len(lines) > 0 }) {
+		case harness.CondHeld:
 			first := p.Lines()[0].Text
 			p.Kill()
 			h.Check("`receiver` with "+what+" is refused", false, "exit 3, before it listens",
-				fmt.Sprintf("it started and printed %q", trim(first)), why)
+				fmt.Sprintf("it started and printed %q", harness.Trim(first)), why)
 			continue
-		case limitHit, stepEnded:
-			h.Timeout("`receiver` with "+what+" ends or prints", "exit 3", p.observed(), why)
+		case harness.LimitHit, harness.StepEnded:
+			h.Timeout("`receiver` with "+what+" ends or prints", "exit 3", p.Observed(), why)
 			continue
 		}
 		code, sig := p.Wait("a refused receiver ends by itself")
 		h.Check("`receiver` with "+what+" is refused: exit 3", code == 3 && sig == "", "exit 3",
-			exitText(code, sig)+p.stderrHint(), why)
+			harness.ExitText(code, sig)+p.StderrHint(), why)
 		h.Check("…and prints nothing on stdout ("+what+")", len(p.Lines()) == 0, "empty stdout",
 			fmt.Sprintf("%d line(s) on stdout", len(p.Lines())), "the first line a started receiver prints is its address; a refused one has none")
 		_, err := os.Stat(dbs[i])
-		h.Equal("…and creates no database file ("+what+")", "absent", presence(err), why)
+		h.Equal("…and creates no database file ("+what+")", "absent", harness.Presence(err), why)
 	}
 	// The other side: the ends of each range start a receiver (StartReceiver
 	// fails the step unless it announces its address).
+	h.Clause("§5.flags", "§5.listening")
 	h.StartReceiver("receiver-upper.db", "--busy-timeout-ms", "86400000", "--fail-next", "1000000", "--hold-next", "1000000")
 	h.StartReceiver("receiver-lower.db", "--busy-timeout-ms", "1", "--fail-next", "0", "--hold-next", "0", "--loose-ack", "ok")
 }
@@ -612,7 +669,7 @@ func receiverBounds(h *Harness) {
 // heldAnswer is a gate for the fake receiver's Answer.Hold: the answer waits
 // until release, which the step's end also calls, so no held connection
 // outlives the step.
-func heldAnswer(h *Harness) (hold chan struct{}, release func()) {
+func heldAnswer(h *harness.Harness) (hold chan struct{}, release func()) {
 	hold = make(chan struct{})
 	released := false
 	release = func() {
@@ -621,21 +678,34 @@ func heldAnswer(h *Harness) (hold chan struct{}, release func()) {
 			close(hold)
 		}
 	}
-	h.onCleanup(release)
+	h.OnCleanup(release)
 	return hold, release
 }
 
 // receiverClauses judges CONTRACT §5 directly over HTTP.
-func receiverClauses(h *Harness) {
+func receiverClauses(h *harness.Harness) {
+	h.Clause("§5.listening")
 	rcv := h.StartReceiver("receiver-k.db")
-	post := func(body string) HTTPAnswer { return h.HTTP(http.MethodPost, rcv.URL+"/orders", body) }
+	post := func(body string) harness.HTTPAnswer { return h.HTTP(http.MethodPost, rcv.URL+"/orders", body) }
 
+	h.Clause("§5.concurrent", "§5.new", "§5.dup", "§5.log", "§5.stock", "§5.count")
 	h.Section("k: 20 simultaneous POSTs of one new id")
 	const n = 20
 	// The harness holds the receiver's file lock while the copies arrive, so
 	// each waits at its first use of the file: a check made outside the
 	// transaction that inserts then meets the other copies' checks.
 	answers := h.PostTogether(rcv.URL, "/orders", `{"id":"k-same","qty":7,"token":1}`, n, rcv.DB)
+	// A copy the lab held unfinished for over a second, and whose connection
+	// then failed, may have been cut by a time bound the contract allows:
+	// the machine was too slow for the probe, which is no wrong answer.
+	for i, a := range answers {
+		if a.Err != nil && a.Held > time.Second {
+			h.Timeout(fmt.Sprintf("%d simultaneous POSTs: the lab sends each copy's last byte within a second of its first", n),
+				"every copy finished within the 1s a receiver may bound a client to",
+				fmt.Sprintf("copy #%d was held %v before its last byte, then %s", i, a.Held.Round(time.Millisecond), a),
+				"CONTRACT §5 lets a receiver cut a client that stalls a second or more; on a machine this slow the probe cannot tell a cut from a lost copy")
+		}
+	}
 	// A copy answered 5xx (say, a receiver that gave up on the busy file)
 	// is tolerated: the sender retries it and the retry is a duplicate. What
 	// is judged is that exactly one copy applied.
@@ -660,7 +730,7 @@ func receiverClauses(h *Harness) {
 	h.Equal(fmt.Sprintf("%d simultaneous POSTs: every answer is 200 with ack true (or a 5xx the sender would retry)", n), "none other", otherText, whyOnce)
 	h.Equal(fmt.Sprintf("%d simultaneous POSTs: answers with duplicate false, with duplicate true or 5xx", n), fmt.Sprintf("1, %d", n-1),
 		fmt.Sprintf("%d, %d", len(fresh), len(dup)+len(busy)), whyOnce)
-	logged := func(lines []Line, result string) int {
+	logged := func(lines []harness.Line, result string) int {
 		k := 0
 		for _, l := range lines {
 			if l.Str("event") == "request" && l.Str("id") == "k-same" && (result == "" || l.Str("result") == result) {
@@ -669,8 +739,7 @@ func receiverClauses(h *Harness) {
 		}
 		return k
 	}
-	// wait evaluates its condition with the lines locked, hence rcv.lines.
-	if !rcv.wait(func() bool { return logged(rcv.lines, "") >= n }) {
+	if rcv.WaitLines(func(lines []harness.Line) bool { return logged(lines, "") >= n }) != harness.CondHeld {
 		h.Check(fmt.Sprintf("the receiver logs %d requests for k-same", n), false, fmt.Sprintf("%d request lines", n),
 			fmt.Sprintf("%d request lines", logged(rcv.Lines(), "")), "CONTRACT §5: one JSON line per request")
 	}
@@ -679,6 +748,7 @@ func receiverClauses(h *Harness) {
 	h.Equal(fmt.Sprintf("%d simultaneous POSTs: stock, orders, requests, applied log lines", n), fmt.Sprintf("stock=7 orders=1 requests=%d applied=1", n),
 		fmt.Sprintf("stock=%d orders=%d requests=%d applied=%d", st.Stock, st.Orders, st.Requests["k-same"], applied), whyOnce)
 
+	h.Clause("§5.conflict", "§5.body", "§5.refusal-body", "§5.faults.fail-next", "§5.faults.reject", "§5.faults.post")
 	h.Section("k: another qty, malformed bodies, faults")
 	type probe struct {
 		what, body string
@@ -708,6 +778,7 @@ func receiverClauses(h *Harness) {
 		h.Check(fmt.Sprintf("POST /orders with %s: status and ack", p.what), a.Err == nil && a.Status == p.status && a.Ack() == "false",
 			fmt.Sprintf(`%d {"ack":false,"error":"…"}`, p.status), a.String(), p.why+`; every refusal's body is {"ack":false,"error":"…"}`)
 	}
+	h.Clause("§5.count", "§5.stock", "§5.conflict")
 	st2 := rcv.Stock()
 	got := fmt.Sprintf("stock=%d orders=%d", st2.Stock, st2.Orders)
 	for _, id := range []string{"k-same", "k-extra", "k-qty0", "k-tok", "k-503", "k-422"} {
@@ -720,9 +791,11 @@ func receiverClauses(h *Harness) {
 	h.Equal("GET /orders/k-same after the conflict", fmt.Sprintf(`200 qty=7 requests=%d`, n+1),
 		fmt.Sprintf("%d qty=%s requests=%s", o.Status, o.Member("qty"), o.Member("requests")),
 		"a conflict changes nothing: the first qty stands")
+	h.Clause("§5.order")
 	for _, id := range []string{"k-unknown", "k-extra"} {
 		a := h.HTTP(http.MethodGet, rcv.URL+"/orders/"+id, "")
 		h.Equal("GET /orders/"+id+" (never applied) is 404", 404, a.Status,
 			"CONTRACT §5: an order that was never applied is not found; a refused request is counted but is not an order")
 	}
+	headerLimit(h, rcv)
 }

@@ -31,7 +31,7 @@ func TestConcurrentPostsForcedNotLucky(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.name != "reference" && !mutants.Available() {
-				t.Skip(mutants.ErrNoPatches)
+				t.Skip(mutants.ErrNoMutants)
 			}
 			c := cfg(t, tc.bin())
 			c.Parallel = 4

@@ -3,52 +3,64 @@ package labsteps
 import (
 	"fmt"
 	"strings"
+
+	"snacklab/labsteps/harness"
+	"snacklab/labsteps/result"
 )
 
 var step7 = Step{
-	Num: 7, Slug: "race",
-	Title: "Two processes at one queue file: exactly one sender claims a job, with the interleaving forced, and every writer waits for the write lock",
-	Checks: "The harness holds the queue file's write lock (BEGIN IMMEDIATE, writing nothing) while senders A and B, " +
-		"under strace, start `run-once` on one due job. Once both traces show a refused attempt to take the write " +
-		"lock, whatever each claim reads before it writes, it has read; then the harness releases the lock. The " +
-		"winner posts to the harness's holding server, which keeps the answer until the other sender's claim has " +
-		"run, so the winner cannot finish (and free the job) first. Exactly one must claim (token 1, posted once); " +
-		"the other finds nothing (exit 13). The same again for a job whose lease expires at that instant: exactly " +
-		"one gets token 2. Then every writing verb — queuectl claim, finish, redrive, investigate, and the sender's " +
-		"finish — meets the held lock twice: with --busy-timeout-ms 100 it must wait at least 100 ms after its first " +
-		"refused attempt and exit 6 having written nothing; with the default timeout it must succeed once the lock " +
-		"is released (released only after its trace shows it tried).",
-	Why: "A check-then-act claim (read the due job, then update it unconditionally), a compare-and-set on the state " +
-		"alone, or a token computed from an earlier read lets two senders both \"win\" when their reads overlap. On " +
-		"a quiet machine that almost never happens, so a lab that merely starts two senders passes the bug by luck; " +
-		"holding the lock makes the overlap happen every time. And a writer that gives up at the first refusal " +
-		"(no busy timeout, or a deferred transaction that reads first and cannot upgrade) fails whenever two " +
-		"processes meet, which in production is all the time.",
+	Step: result.Step{
+		Num: 7, Slug: "race",
+		Title: "Two processes at one queue file: exactly one sender claims a job, with the interleaving forced, and every writer waits for the write lock",
+		Checks: "The harness holds the queue file's write lock (BEGIN IMMEDIATE, writing nothing) while senders A and B, " +
+			"under strace, start `run-once` on one due job. Once both traces show a refused attempt to take the write " +
+			"lock, whatever each claim reads before it writes, it has read; then the harness releases the lock. The " +
+			"winner posts to the harness's holding server, which keeps the answer until the other sender's claim has " +
+			"run, so the winner cannot finish (and free the job) first. Exactly one must claim (token 1, posted once); " +
+			"the other finds nothing (exit 13). The same again for a job whose lease expires at that instant: exactly " +
+			"one gets token 2. Then every writing verb — queuectl claim, finish, redrive, investigate, and the sender's " +
+			"finish — meets the held lock twice: with --busy-timeout-ms 100 it must wait at least 100 ms after its first " +
+			"refused attempt and exit 6 having written nothing; with the default timeout it must succeed once the lock " +
+			"is released (released only after its trace shows it tried). " +
+			"Two writers of one job at once, each held at a refused attempt and then released: two enqueues of one new id both exit 0, one " +
+			"answering duplicate; two finishes under one token: one applied, the other exit 12; two redrives of one dead job: one, the other exit 9, one audit row.",
+		Why: "A check-then-act claim (read the due job, then update it unconditionally), a compare-and-set on the state " +
+			"alone, or a token computed from an earlier read lets two senders both \"win\" when their reads overlap. On " +
+			"a quiet machine that almost never happens, so a lab that merely starts two senders passes the bug by luck; " +
+			"holding the lock makes the overlap happen every time. And a writer that gives up at the first refusal " +
+			"(no busy timeout, or a deferred transaction that reads first and cannot upgrade) fails whenever two " +
+			"processes meet, which in production is all the time.",
+	},
 	run: runStep7,
 }
 
-func runStep7(h *Harness) {
-	h.requireStrace("step 7 judges who waits for the write lock from the system calls each process makes")
+func runStep7(h *harness.Harness) {
+	h.RequireStrace("step 7 judges who waits for the write lock from the system calls each process makes")
 	h.Parallel(
-		Part{"a race for a fresh job", raceFresh},
-		Part{"a race for a lease expiring now", raceExpired},
-		Part{"claim meets the held write lock", claimWaits},
-		Part{"finish meets the held write lock", finishWaits},
-		Part{"redrive meets the held write lock", redriveWaits},
-		Part{"investigate meets the held write lock", investigateWaits},
-		Part{"the sender's finish gives up past its busy timeout", senderFinishGivesUp},
-		Part{"the sender's finish waits for the write lock", senderFinishWaits},
+		harness.Part{Name: "a race for a fresh job", Run: raceFresh},
+		harness.Part{Name: "a race for a lease expiring now", Run: raceExpired},
+		harness.Part{Name: "claim meets the held write lock", Run: claimWaits},
+		harness.Part{Name: "finish meets the held write lock", Run: finishWaits},
+		harness.Part{Name: "redrive meets the held write lock", Run: redriveWaits},
+		harness.Part{Name: "investigate meets the held write lock", Run: investigateWaits},
+		harness.Part{Name: "the sender's finish gives up past its busy timeout", Run: senderFinishGivesUp},
+		harness.Part{Name: "the sender's finish waits for the write lock", Run: senderFinishWaits},
+		harness.Part{Name: "two enqueues of one new id at once", Run: enqueueRace},
+		harness.Part{Name: "two finishes under one token at once", Run: finishRace},
+		harness.Part{Name: "two redrives of one dead job at once", Run: redriveRace},
 	)
 }
 
-func raceFresh(h *Harness) {
+func raceFresh(h *harness.Harness) {
+	h.Clause("§3.init.json", "§3.enqueue.json")
 	h.UseQueue("queue-fresh.db")
 	h.Init()
 	h.MustEnqueue("o-1", 7, t0)
 	race(h, "o-1", t0+1, 1)
 }
 
-func raceExpired(h *Harness) {
+func raceExpired(h *harness.Harness) {
+	h.Clause("§3.init.json", "§3.enqueue.json", "§3.claim.json")
 	h.UseQueue("queue-expired.db")
 	h.Init()
 	h.MustEnqueue("o-2", 7, t0)
@@ -59,31 +71,31 @@ func raceExpired(h *Harness) {
 
 // race starts A and B against the held write lock at now and checks that
 // exactly one of them claims id, with wantToken.
-func race(h *Harness, id string, now, wantToken int64) {
+func race(h *harness.Harness, id string, now, wantToken int64) {
+	h.Clause("§2.claim.atomic", "§2.busy.wait", "§2.claim.grant", "§4.run-once.empty", "§2.state.keep")
 	srv := h.StartHoldServer()
 	lock := h.HoldWriteLock()
-	// The held answer must outlast the other claim however slow it is: a
-	// POST timeout would turn the winner's delivery into a retry.
-	opts := SenderOpts{URL: srv.URL, Now: now, LeaseMs: 30000, TimeoutMs: 3 * h.WaitLimit.Milliseconds()}
-	a := h.startTracedSender("A", opts, lockCalls)
-	b := h.startTracedSender("B", opts, lockCalls)
+	// The held answer must outlast the other claim however slow it is (a
+	// POST timeout would turn the winner's delivery into a retry), and the
+	// first to try the lock must outwait the other's start: neither limit is
+	// what this part judges (TimeoutMs 0 is the harness's patience).
+	opts := harness.SenderOpts{URL: srv.URL, Now: now, LeaseMs: 30000, BusyTimeoutMs: h.PatienceMs()}
+	a := h.StartTracedSender("A", opts, harness.LockCalls)
+	b := h.StartTracedSender("B", opts, harness.LockCalls)
 	why := "once a claim asks for the write lock, whatever it reads first it has read: both reads happen before either claim can commit"
 	a.WaitRefused("A's claim tries the write lock the harness holds", why)
 	b.WaitRefused("B's claim tries the write lock the harness holds", why)
-	for _, p := range []*Traced{a, b} {
-		if ex, code, sig := p.Exited(); ex {
-			h.Check(p.Name+" is still waiting while the harness holds the write lock", false,
-				"waiting (busy_timeout is 5 s)", exitText(code, sig)+"; "+p.observed(),
-				"nothing can be claimed while another process holds the write lock: a claim must wait for it, not give up (a deferred transaction that reads first cannot wait: begin it IMMEDIATE) or claim without it")
-		}
+	for _, p := range []*harness.Traced{a, b} {
+		h.ExpectStillWaiting(p.Name+" is still waiting while the harness holds the write lock", p,
+			"nothing can be claimed while another process holds the write lock: a claim must wait for it, not give up (a deferred transaction that reads first cannot wait: begin it IMMEDIATE) or claim without it")
 	}
 	lock.Release()
 	// The first claim to commit posts to the holding server, which keeps
 	// the answer: the winner cannot finish, and so free the job, before the
 	// other sender's claim has run (it has claimed too, or ended).
-	for _, p := range []*Traced{a, b} {
-		p.wait(func() bool {
-			for _, l := range p.lines {
+	for _, p := range []*harness.Traced{a, b} {
+		p.WaitLines(func(lines []harness.Line) bool {
+			for _, l := range lines {
 				if l.Str("event") == "claimed" {
 					return true
 				}
@@ -91,13 +103,13 @@ func race(h *Harness, id string, now, wantToken int64) {
 			return false
 		})
 	}
-	h.Action("both claims have run (each sender has claimed or ended); the winner's answer was held until now", noClock)
+	h.Action("both claims have run (each sender has claimed or ended); the winner's answer was held until now", result.NoClock)
 	srv.Release()
 	ra := a.Finish("a run-once ends once it has delivered or found nothing")
 	rb := b.Finish("a run-once ends once it has delivered or found nothing")
 
 	var winners, empties []string
-	for _, r := range []SenderRun{ra, rb} {
+	for _, r := range []harness.SenderRun{ra, rb} {
 		if l, ok := r.Event("claimed"); ok {
 			winners = append(winners, fmt.Sprintf("%s (token %d)", r.Proc.Name, l.Int("token")))
 		}
@@ -130,37 +142,35 @@ func orNone(s []string) string {
 	return strings.Join(s, ", ")
 }
 
-// startTracedSender is StartSender under strace, with extra flags.
-func (h *Harness) startTracedSender(name string, o SenderOpts, calls []string, extra ...string) *Traced {
-	args, clock := h.senderArgs(name, o)
-	return h.startTraced(name, name, "sender", clock, describeSenderEvent, calls, append(args, extra...)...)
-}
-
 // verbMeetsLock runs `queuectl VERB args…` twice against the held write lock:
 // with --busy-timeout-ms shortBusyMs it must give up after waiting, writing nothing;
 // with the default busy timeout it must succeed once the lock is released.
-func verbMeetsLock(h *Harness, verb string, now int64, args ...string) {
+func verbMeetsLock(h *harness.Harness, verb string, now int64, args ...string) {
+	h.Clause("§2.busy.wait", "§2.busy.fail", "§2.busy.succeed", "§6.nothing-written")
 	lock := h.HoldWriteLock()
 	before := lock.Digest()
-	// Both start at once: neither can write while the lock is held, so the
-	// one that gives up finds the file as it was, and the other still waits.
-	short := h.startTraced(verb, LaneQueuectl, "queuectl", now, nil, lockCalls, append(h.qArgs(verb, now, args...), busyFlag...)...)
-	long := h.startTraced(verb, LaneQueuectl, "queuectl", now, nil, lockCalls, h.qArgs(verb, now, args...)...)
-	h.ExpectGivesUp(fmt.Sprintf("%s with --busy-timeout-ms %d", verb, shortBusyMs), short, lock, before)
+	// One after the other under the one held lock: the one that gives up
+	// finds the file as it was, and the other's default busy timeout starts
+	// only then, so it waits for nothing but the harness's release.
+	short := h.StartTraced(verb, result.LaneQueuectl, "queuectl", now, nil, harness.LockCalls, append(h.QueuectlArgs(verb, now, args...), harness.BusyFlag...)...)
+	h.ExpectGivesUp(fmt.Sprintf("%s with --busy-timeout-ms %d", verb, harness.ShortBusyMs), short, lock, before)
+	long := h.StartTraced(verb, result.LaneQueuectl, "queuectl", now, nil, harness.LockCalls, h.QueuectlArgs(verb, now, args...)...)
 	h.ExpectWaitsThenSucceeds(verb+" with the default busy timeout", lock, long)
 }
 
-func claimWaits(h *Harness) {
+func claimWaits(h *harness.Harness) {
+	h.Clause("§3.init.json", "§3.enqueue.json")
 	h.UseQueue("queue-claim.db")
 	h.Init()
 	h.MustEnqueue("o-1", 7, t0)
 	verbMeetsLock(h, "claim", t0+1, "--owner", "Q", "--lease-ms", "30000")
 	j := h.MustShow("o-1").Job
 	h.Equal("o-1 is leased to Q with token 1 (claimed once, by the claim that waited)", "leased Q 1",
-		fmt.Sprintf("%s %s %d", j.State, show(j.Owner), j.Token), "the claim that gave up wrote nothing; the one that waited claimed")
+		fmt.Sprintf("%s %s %d", j.State, harness.Repr(j.Owner), j.Token), "the claim that gave up wrote nothing; the one that waited claimed")
 }
 
-func finishWaits(h *Harness) {
+func finishWaits(h *harness.Harness) {
+	h.Clause("§3.init.json", "§3.enqueue.json", "§3.claim.json")
 	h.UseQueue("queue-finish.db")
 	h.Init()
 	h.MustEnqueue("o-1", 7, t0)
@@ -172,7 +182,8 @@ func finishWaits(h *Harness) {
 		fmt.Sprintf("%s token=%d", stateReason(j), j.Token), "the finish that gave up wrote nothing; the one that waited applied")
 }
 
-func redriveWaits(h *Harness) {
+func redriveWaits(h *harness.Harness) {
+	h.Clause("§3.init.json", "§3.enqueue.json", "§3.claim.json", "§3.finish.json")
 	h.UseQueue("queue-redrive.db")
 	h.Init()
 	h.MustEnqueue("o-1", 7, t0, "--max-attempts", "1")
@@ -185,49 +196,55 @@ func redriveWaits(h *Harness) {
 		fmt.Sprintf("%s redrives=%d", stateReason(s.Job), len(s.Redrives)), "the redrive that gave up wrote nothing, not even its audit row")
 }
 
-func investigateWaits(h *Harness) {
+func investigateWaits(h *harness.Harness) {
+	h.Clause("§3.init.json", "§3.enqueue.json")
 	h.UseQueue("queue-investigate.db")
 	h.Init()
 	h.MustEnqueue("o-1", 7, t0)
 	verbMeetsLock(h, "investigate", t0+1, "--id", "o-1", "--note", "T-1")
-	r := h.q("show", -1, "--id", "o-1")
-	h.expectFound("o-1", r)
+	r := h.Queuectl("show", -1, "--id", "o-1")
+	h.ExpectFound("o-1", r)
 	var v struct {
 		Investigations []struct {
 			Note string `json:"note"`
 		} `json:"investigations"`
 	}
-	h.parse(r, &v)
+	h.Parse(r, &v)
 	h.Equal("o-1 has one investigation (by the investigate that waited)", 1, len(v.Investigations),
 		"the investigate that gave up wrote nothing; the one that waited recorded its row")
 }
 
 // senderAtFinish starts sender A on o-1 and waits until its answer is held:
 // A has claimed (the lock was free) and will finish once the answer comes.
-func senderAtFinish(h *Harness, db string, extra ...string) (*HoldServer, *Traced) {
+func senderAtFinish(h *harness.Harness, db string, extra ...string) (*harness.HoldServer, *harness.Traced) {
+	h.Clause("§3.init.json", "§3.enqueue.json", "§4.url")
 	h.UseQueue(db)
 	h.Init()
 	h.MustEnqueue("o-1", 7, t0)
 	srv := h.StartHoldServer()
-	a := h.startTracedSender("A", SenderOpts{URL: srv.URL, Now: t0 + 1, LeaseMs: 30000}, lockCalls, extra...)
+	// Its --timeout-ms is the harness's patience (the answer is held), its
+	// busy timeout the contract's default unless extra gives one.
+	a := h.StartTracedSender("A", harness.SenderOpts{URL: srv.URL, Now: t0 + 1, LeaseMs: 30000}, harness.LockCalls, extra...)
 	srv.WaitHeld(1, "A claims o-1 and posts it to the holding server", "the finish can meet the lock only once A has delivered")
 	return srv, a
 }
 
-func senderFinishGivesUp(h *Harness) {
-	srv, a := senderAtFinish(h, "queue-sender-busy.db", busyFlag...)
+func senderFinishGivesUp(h *harness.Harness) {
+	srv, a := senderAtFinish(h, "queue-sender-busy.db", harness.BusyFlag...)
+	h.Clause("§2.busy.wait", "§2.busy.fail", "§6.nothing-written", "§4.flags")
 	lock := h.HoldWriteLock()
 	before := lock.Digest()
 	srv.Release() // A gets 200 {"ack":true} and finishes ok: that needs the lock
-	h.ExpectGivesUp(fmt.Sprintf("A's finish with --busy-timeout-ms %d", shortBusyMs), a, lock, before)
+	h.ExpectGivesUp(fmt.Sprintf("A's finish with --busy-timeout-ms %d", harness.ShortBusyMs), a, lock, before)
 	lock.Release()
 	j := h.MustShow("o-1").Job
 	h.Equal("o-1 is still leased to A with token 1 (the finish wrote nothing)", "leased A 1",
-		fmt.Sprintf("%s %s %d", j.State, show(j.Owner), j.Token), "a finish that could not commit changed nothing; the lease will run out and the job come back")
+		fmt.Sprintf("%s %s %d", j.State, harness.Repr(j.Owner), j.Token), "a finish that could not commit changed nothing; the lease will run out and the job come back")
 }
 
-func senderFinishWaits(h *Harness) {
+func senderFinishWaits(h *harness.Harness) {
 	srv, a := senderAtFinish(h, "queue-sender-wait.db")
+	h.Clause("§2.busy.wait", "§2.busy.succeed", "§4.flags.defaults")
 	lock := h.HoldWriteLock()
 	srv.Release()
 	h.ExpectWaitsThenSucceeds("A's finish with the default busy timeout", lock, a)

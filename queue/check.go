@@ -26,29 +26,33 @@ func (p Problem) String() string {
 // implementation or a damaged disk left behind.
 // A rule with a column runs only on a file whose jobs table has it (a
 // version 1 to 3 file, read as it is, has no closed_at).
-var invariants = []struct{ rule, query, column string }{
-	{"state", `SELECT id, 'state ' || quote(state) FROM jobs WHERE state NOT IN ('pending','leased','done','dead')`, ""},
+// A rule with a table runs only on a file that has it (version 5 on).
+var invariants = []struct{ rule, query, column, table string }{
+	{"state", `SELECT id, 'state ' || quote(state) FROM jobs WHERE state NOT IN ('pending','leased','done','dead')`, "", ""},
 	{"lease-iff-leased", `SELECT id, state || ' with owner ' || quote(owner) || ' and lease_until ' || quote(lease_until) FROM jobs
 		WHERE (state = 'leased') <> (owner IS NOT NULL AND lease_until IS NOT NULL)
-		   OR (state <> 'leased' AND (owner IS NOT NULL OR lease_until IS NOT NULL))`, ""},
+		   OR (state <> 'leased' AND (owner IS NOT NULL OR lease_until IS NOT NULL))`, "", ""},
 	{"reason-iff-dead", `SELECT id, state || ' with reason ' || quote(reason) FROM jobs
-		WHERE (state = 'dead') <> (reason IS NOT NULL) OR (reason IS NOT NULL AND reason NOT IN ('permanent','exhausted','deadline'))`, ""},
+		WHERE (state = 'dead') <> (reason IS NOT NULL) OR (reason IS NOT NULL AND reason NOT IN ('permanent','exhausted','deadline'))`, "", ""},
 	{"attempts-within-budget", `SELECT id, 'attempts ' || attempts || ' of max ' || max_attempts FROM jobs
-		WHERE attempts < 0 OR attempts > max_attempts OR max_attempts NOT BETWEEN 1 AND 1000`, ""},
+		WHERE attempts < 0 OR attempts > max_attempts OR max_attempts NOT BETWEEN 1 AND 1000`, "", ""},
 	{"leased-was-granted", `SELECT id, 'leased with token ' || token || ', attempts ' || attempts FROM jobs
-		WHERE state = 'leased' AND (token < 1 OR attempts < 1)`, ""},
+		WHERE state = 'leased' AND (token < 1 OR attempts < 1)`, "", ""},
 	{"token-covers-attempts", `SELECT j.id, 'token ' || j.token || ' < attempts ' || j.attempts || ' since the last redrive + its prev_token ' || coalesce(r.prev_token, 0)
 		FROM jobs j LEFT JOIN redrives r ON r.seq = (SELECT max(seq) FROM redrives WHERE job_id = j.id)
-		WHERE j.token < j.attempts + coalesce(r.prev_token, 0)`, ""},
+		WHERE j.token < j.attempts + coalesce(r.prev_token, 0)`, "", ""},
 	{"redrive-token-not-ahead", `SELECT r.job_id, 'redrive ' || r.seq || ' prev_token ' || r.prev_token || ' > job token ' || j.token
-		FROM redrives r JOIN jobs j ON j.id = r.job_id WHERE r.prev_token > j.token`, ""},
+		FROM redrives r JOIN jobs j ON j.id = r.job_id WHERE r.prev_token > j.token`, "", ""},
 	{"pending-before-deadline", `SELECT id, 'pending with available_at ' || available_at || ' >= deadline_at ' || deadline_at FROM jobs
-		WHERE state = 'pending' AND available_at >= deadline_at`, ""},
+		WHERE state = 'pending' AND available_at >= deadline_at`, "", ""},
 	{"closed-iff-done-or-dead", `SELECT id, state || ' with closed_at ' || quote(closed_at) FROM jobs
-		WHERE (closed_at IS NULL) <> (state IN ('pending','leased'))`, "closed_at"},
-	{"qty", `SELECT id, 'qty ' || quote(qty) FROM jobs WHERE qty NOT BETWEEN 1 AND 1000000`, ""},
+		WHERE (closed_at IS NULL) <> (state IN ('pending','leased'))`, "closed_at", ""},
+	{"qty", `SELECT id, 'qty ' || quote(qty) FROM jobs WHERE qty NOT BETWEEN 1 AND 1000000`, "", ""},
 	{"audit-points-at-job", `SELECT job_id, 'redrive ' || seq || ' names no job' FROM redrives WHERE job_id NOT IN (SELECT id FROM jobs)
-		UNION ALL SELECT job_id, 'investigation ' || seq || ' names no job' FROM investigations WHERE job_id NOT IN (SELECT id FROM jobs)`, ""},
+		UNION ALL SELECT job_id, 'investigation ' || seq || ' names no job' FROM investigations WHERE job_id NOT IN (SELECT id FROM jobs)`, "", ""},
+	{"tally-done", `SELECT '', 'the done tally says ' || t.n || ', the jobs ' || (SELECT count(*) FROM jobs WHERE state = 'done')
+		FROM tallies t WHERE t.name = 'done' AND t.n <> (SELECT count(*) FROM jobs WHERE state = 'done')`, "", "tallies"},
+	{"attempt-points-at-job", `SELECT job_id, 'attempt with token ' || token || ' names no job' FROM attempts WHERE job_id NOT IN (SELECT id FROM jobs)`, "", "attempts"},
 }
 
 // Check runs SQLite's integrity check and the contract's invariants and
@@ -94,6 +98,16 @@ func (q *Queue) Check(ctx context.Context, max int) (problems []Problem, total i
 		return problems, total, nil
 	}
 	for _, inv := range invariants {
+		if inv.table != "" {
+			var has bool
+			if err := q.db.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = ?)`,
+				inv.table).Scan(&has); err != nil {
+				return nil, 0, classify(err)
+			}
+			if !has {
+				continue
+			}
+		}
 		if inv.column != "" {
 			var has bool
 			if err := q.db.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM pragma_table_info('jobs') WHERE name = ?)`,

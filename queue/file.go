@@ -30,6 +30,20 @@ var migrate23SQL string
 //go:embed migrate_3_4.sql
 var migrate34SQL string
 
+//go:embed migrate_4_5.sql
+var migrate45SQL string
+
+// version5 is schema.sql's part from "-- Version 5" on: what a version 4
+// file lacks, taken from schema.sql so that a migrated file and a new one
+// cannot differ.
+var version5 = func() string {
+	start := strings.Index(schemaSQL, "-- Version 5")
+	if start < 0 {
+		panic("queue: schema.sql no longer has its version 5 part")
+	}
+	return schemaSQL[start:]
+}()
+
 // jobsTable and jobsIndexes are schema.sql's definition of the jobs table and
 // of its indexes and triggers, which migrate_3_4.sql rebuilds; taken from
 // schema.sql so that a migrated file and a new one cannot differ.
@@ -40,6 +54,9 @@ var jobsTable, jobsIndexes = func() (string, string) {
 		panic("queue: schema.sql no longer defines the jobs table before the redrives")
 	}
 	def := schemaSQL[start:end]
+	if v5 := strings.Index(def, "-- Version 5"); v5 >= 0 {
+		def = def[:v5]
+	}
 	split := strings.Index(def, "WITHOUT ROWID;") + len("WITHOUT ROWID;")
 	return def[:split], def[split:]
 }()
@@ -164,7 +181,7 @@ func checkTables(ctx context.Context, db queryer) error {
 	return nil
 }
 
-// migrate brings a version 1, 2 or 3 queue file to version 4 in one
+// migrate brings a version 1, 2, 3 or 4 queue file to version 5 in one
 // immediate transaction (an older file through each version between); a
 // concurrent opener that did it first leaves nothing to do. Foreign keys are
 // off on the connection while the jobs table is rebuilt and checked before
@@ -179,6 +196,13 @@ func (q *Queue) migrate(ctx context.Context) error {
 		return classify(err)
 	}
 	defer conn.ExecContext(context.WithoutCancel(ctx), "PRAGMA foreign_keys = ON")
+	// A user's view or trigger that reads jobs would make the rename of the
+	// rebuilt table fail (SQLite checks every view and trigger against the
+	// schema in between); the legacy rename leaves them naming jobs.
+	if _, err := conn.ExecContext(ctx, "PRAGMA legacy_alter_table = ON"); err != nil {
+		return classify(err)
+	}
+	defer conn.ExecContext(context.WithoutCancel(ctx), "PRAGMA legacy_alter_table = OFF")
 	tx, err := conn.BeginTx(ctx, nil)
 	if err != nil {
 		return classify(err)
@@ -198,15 +222,30 @@ func (q *Queue) migrate(ctx context.Context) error {
 	case m.version == 2 && m.appID == ApplicationID:
 		steps = []string{migrate23SQL}
 	case m.version == 3 && m.appID == ApplicationID:
+	case m.version == 4 && m.appID == ApplicationID:
 	default:
 		return fmt.Errorf("%w: schema version %d with application_id %#x changed while opening", ErrNotQueue, m.version, m.appID)
 	}
-	steps = append(steps, strings.Replace(jobsTable, "CREATE TABLE jobs (", "CREATE TABLE jobs_v4 (", 1),
-		migrate34SQL, jobsIndexes)
+	var user userObjects
+	if m.version < 4 {
+		// The rebuild keeps the user's indexes, triggers and columns on
+		// jobs, or refuses naming them; never drops them silently.
+		if user, err = findUserObjects(ctx, tx); err != nil {
+			return err
+		}
+		steps = append(steps, user.rebuildSteps()...)
+	}
+	if err := checkVersion5Names(ctx, tx); err != nil {
+		return err
+	}
+	steps = append(steps, version5, migrate45SQL)
 	for i, step := range steps {
 		if _, err := tx.ExecContext(ctx, step); err != nil {
 			return fmt.Errorf("migrate schema %d to %d (step %d): %w", m.version, SchemaVersion, i+1, classify(err))
 		}
+	}
+	if err := user.restore(ctx, tx); err != nil {
+		return err
 	}
 	rows, err := tx.QueryContext(ctx, "PRAGMA foreign_key_check")
 	if err != nil {

@@ -31,9 +31,10 @@ import (
 
 // SchemaVersion is the PRAGMA user_version this package writes. Version 1
 // files (the same tables, unmarked), version 2 files (the same tables, other
-// indexes) and version 3 files (a rowid jobs table without closed_at) are
-// read as they are and migrated on the first write (migrate_*.sql).
-const SchemaVersion = 4
+// indexes), version 3 files (a rowid jobs table without closed_at) and
+// version 4 files (no attempts, no tallies) are read as they are and
+// migrated on the first write (migrate_*.sql).
+const SchemaVersion = 5
 
 // ApplicationID ("snkq") is the PRAGMA application_id that marks a snacklab
 // queue file, so another application's SQLite file is refused rather than
@@ -261,6 +262,12 @@ type Options struct {
 type Queue struct {
 	db   *sql.DB
 	path string
+	abs  string // the file's absolute path
+	// busyTimeout is Options.BusyTimeout as opened.
+	busyTimeout time.Duration
+	// version is the file's schema version as opened: SchemaVersion, or an
+	// older one read as it is (ReadOnly), whose reads take the old ways.
+	version int
 
 	mu    sync.Mutex
 	stmts map[string]*sql.Stmt // by query text; see stmt
@@ -338,7 +345,11 @@ func Open(path string, opts Options) (*Queue, error) {
 	}
 	// Connection settings in one place. journal_mode=DELETE is a rollback
 	// journal: each commit is one journal write, one db write and their
-	// fsyncs (synchronous=FULL), which suits short queue writes. _txlock makes
+	// fsyncs, which suits short queue writes. synchronous=EXTRA, not FULL:
+	// a commit ends by unlinking the journal, and only EXTRA then syncs the
+	// directory; under FULL a power cut after the answer can bring the
+	// journal back, hot, and the next open rolls the answered commit back
+	// (lab crash --power-cut, docs/crash.md). _txlock makes
 	// every transaction BEGIN IMMEDIATE, taking the write lock up front so
 	// that a read-then-write can never be overtaken by another process. A
 	// read-only open sets no journal mode (it would be a write) and only
@@ -352,7 +363,7 @@ func Open(path string, opts Options) (*Queue, error) {
 	}
 	dsn := "file:" + (&url.URL{Path: abs}).EscapedPath() + params +
 		"&_busy_timeout=" + strconv.FormatInt(opts.BusyTimeout.Milliseconds(), 10) +
-		"&_synchronous=FULL&_foreign_keys=1"
+		"&_synchronous=EXTRA&_foreign_keys=1"
 	q, err := open(path, dsn, opts)
 	if opts.ReadOnly && isHotJournal(err) {
 		// A writer crashed mid-commit and left a hot journal, which a
@@ -375,7 +386,12 @@ func open(path, dsn string, opts Options) (*Queue, error) {
 		return nil, err
 	}
 	db.SetMaxOpenConns(1)
-	q := &Queue{db: db, path: path}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	q := &Queue{db: db, path: path, abs: abs, busyTimeout: opts.BusyTimeout}
 	if err := q.check(opts); err != nil {
 		db.Close()
 		return nil, err
@@ -399,21 +415,23 @@ func (q *Queue) check(opts Options) error {
 	if err := q.db.QueryRowContext(ctx, "PRAGMA synchronous").Scan(&syncMode); err != nil {
 		return classify(err)
 	}
-	if syncMode != 2 {
-		return fmt.Errorf("synchronous is %d, want 2 (FULL)", syncMode)
+	if syncMode != 3 {
+		return fmt.Errorf("synchronous is %d, want 3 (EXTRA)", syncMode)
 	}
 	m, err := readMark(ctx, q.db)
 	if err != nil {
 		return err
 	}
+	q.version = SchemaVersion
 	switch {
 	case m.version == SchemaVersion && m.appID == ApplicationID:
 		return checkTables(ctx, q.db)
-	case m.version == 1 && m.appID == 0, (m.version == 2 || m.version == 3) && m.appID == ApplicationID:
+	case m.version == 1 && m.appID == 0, m.version >= 2 && m.version < SchemaVersion && m.appID == ApplicationID:
 		if err := checkTables(ctx, q.db); err != nil {
 			return err
 		}
 		if opts.ReadOnly {
+			q.version = m.version
 			return nil
 		}
 		return q.migrate(ctx)
@@ -573,6 +591,14 @@ func (q *Queue) Claim(ctx context.Context, owner string, now, leaseMs int64) (jo
 			             UNION ALL
 			             SELECT id FROM jobs WHERE closed_at IS NULL AND attempts >= max_attempts
 			                 AND lease_until <= ?1)`)
+	// A spent lease ended unfinished: its attempt's row says so, unless its
+	// holder left evidence of an answer it could not decide, which stays.
+	expired := q.stmt(ctx, `INSERT OR IGNORE INTO attempts (job_id, token, attempt, outcome, error, at_ms)
+			SELECT id, token, attempts, 'expired', 'lease', ?1 FROM jobs
+			WHERE id IN (SELECT id FROM jobs WHERE closed_at IS NULL AND deadline_at <= ?1 AND lease_until <= ?1
+			             UNION ALL
+			             SELECT id FROM jobs WHERE closed_at IS NULL AND attempts >= max_attempts
+			                 AND lease_until <= ?1)`)
 	// The first claimable job in jobs_open's order: a pending job is due
 	// when its available_at is, a leased one when its lease has run out (a
 	// lease always starts at or after the job's available_at). The grant
@@ -593,6 +619,9 @@ func (q *Queue) Claim(ctx context.Context, owner string, now, leaseMs int64) (jo
 		return Job{}, false, fmt.Errorf("claim: look for spent jobs: %w", classify(err))
 	}
 	if spent {
+		if _, err := inTx(ctx, tx, expired).ExecContext(ctx, now); err != nil {
+			return Job{}, false, fmt.Errorf("claim: evidence of spent leases: %w", classify(err))
+		}
 		if _, err := inTx(ctx, tx, sweep).ExecContext(ctx, now); err != nil {
 			return Job{}, false, fmt.Errorf("claim: quarantine spent jobs: %w", classify(err))
 		}
@@ -617,45 +646,33 @@ func (q *Queue) Claim(ctx context.Context, owner string, now, leaseMs int64) (jo
 // while the job is leased under exactly this token; otherwise it reports
 // applied=false and writes nothing, so a holder that lost its lease can never
 // overwrite the work of the one that reclaimed it. The returned job is the
-// state after the call (zero if the id is unknown).
-func (q *Queue) Finish(ctx context.Context, id string, token int64, outcome Outcome, now int64) (job Job, applied bool, err error) {
+// state after the call (zero if the id is unknown). The attempt's row, with
+// the evidence when given (at most one), is written in the same transaction.
+func (q *Queue) Finish(ctx context.Context, id string, token int64, outcome Outcome, now int64, evidence ...Evidence) (job Job, applied bool, err error) {
 	if _, err := ParseOutcome(string(outcome)); err != nil {
 		return Job{}, false, err
 	}
+	var ev Evidence
+	if len(evidence) > 1 {
+		return Job{}, false, fmt.Errorf("%w: finish %s: %d evidences, want at most one", ErrInvalid, id, len(evidence))
+	} else if len(evidence) == 1 {
+		ev = evidence[0]
+	}
 	if err := firstErr(CheckID("id", id), checkRange("token", token, 0, math.MaxInt64),
-		checkRange("now ms", now, 0, 1<<62)); err != nil {
+		checkRange("now ms", now, 0, 1<<62), ev.Check()); err != nil {
 		return Job{}, false, err
 	}
 	// BEGIN SOLUTION finish: only while leased under exactly this token: ok → done, permanent → dead, retry → exhausted, deadline or pending at now+backoff; release owner and lease (CONTRACT.md §2 finish)
-	if outcome != OutcomeRetry {
-		// ok and permanent need nothing from the row: one guarded statement
-		// is the whole transaction.
-		state, reason := Done, Reason("")
-		if outcome == OutcomePermanent {
-			state, reason = Dead, ReasonPermanent
-		}
-		job, err = scanJob(q.stmt(ctx, `UPDATE jobs SET state = ?3, reason = nullif(?4, ''),
+	// The attempt's row first, guarded as the update is: none written
+	// means the grant does not hold the job, and nothing is.
+	record := q.stmt(ctx, insertAttempt)
+	// ok and permanent need nothing from the row: one guarded statement.
+	finish := q.stmt(ctx, `UPDATE jobs SET state = ?3, reason = nullif(?4, ''),
 			owner = NULL, lease_until = NULL, updated_at = ?5, closed_at = ?5
 			WHERE id = ?1 AND state = 'leased' AND token = ?2
-			RETURNING `+jobCols).QueryRowContext(ctx, id, token, state, reason, now))
-		if err == nil {
-			return job, true, nil
-		}
-		if !errors.Is(err, sql.ErrNoRows) {
-			return Job{}, false, fmt.Errorf("finish %s: %w", id, classify(err))
-		}
-		// Not applied, nothing written: report the job as it is.
-		job, err = q.Get(ctx, id)
-		if errors.Is(err, ErrNotFound) {
-			return Job{}, false, nil
-		}
-		if err != nil {
-			return Job{}, false, fmt.Errorf("finish %s: %w", id, err)
-		}
-		return job, false, nil
-	}
+			RETURNING `+jobCols)
 	// retry needs the attempts and the deadline for the backoff: read, then
-	// update, in one immediate transaction.
+	// update, in the same immediate transaction.
 	read := q.stmt(ctx, `SELECT `+jobCols+` FROM jobs WHERE id = ?`)
 	update := q.stmt(ctx, `UPDATE jobs SET state = ?3, reason = nullif(?4, ''),
 		available_at = ?5, owner = NULL, lease_until = NULL, updated_at = ?6,
@@ -675,7 +692,10 @@ func (q *Queue) Finish(ctx context.Context, id string, token int64, outcome Outc
 		return Job{}, false, fmt.Errorf("finish %s: %w", id, classify(err))
 	}
 	if job.State != Leased || job.Token != token {
-		return job, false, nil
+		return job, false, nil // not applied, nothing written: the job as it is
+	}
+	if _, err := inTx(ctx, tx, record).ExecContext(ctx, id, token, outcome, ev.Status, string(ev.Error), now); err != nil {
+		return Job{}, false, fmt.Errorf("finish %s: evidence: %w", id, classify(err))
 	}
 	state, reason, availableAt := Done, Reason(""), job.AvailableAt
 	switch outcome {
@@ -692,7 +712,11 @@ func (q *Queue) Finish(ctx context.Context, id string, token int64, outcome Outc
 			state, availableAt = Pending, next
 		}
 	}
-	job, err = scanJob(inTx(ctx, tx, update).QueryRowContext(ctx, id, token, state, reason, availableAt, now))
+	if outcome != OutcomeRetry {
+		job, err = scanJob(inTx(ctx, tx, finish).QueryRowContext(ctx, id, token, state, reason, now))
+	} else {
+		job, err = scanJob(inTx(ctx, tx, update).QueryRowContext(ctx, id, token, state, reason, availableAt, now))
+	}
 	if err != nil {
 		return Job{}, false, fmt.Errorf("finish %s: %w", id, classify(err))
 	}
@@ -770,20 +794,25 @@ func (q *Queue) Investigate(ctx context.Context, id, note string, now int64) (In
 	return Investigation{JobID: id, AtMs: now, Note: note}, nil
 }
 
-// History is a job with its audit trail.
+// History is a job with its audit trail and the evidence of its attempts.
 type History struct {
 	Job            Job             `json:"job"`
 	Redrives       []Redrive       `json:"redrives"`
 	Investigations []Investigation `json:"investigations"`
+	Attempts       []Attempt       `json:"attempts"`
 }
 
-// Show reads a job and every redrive and investigation of it, oldest first.
+// Show reads a job and every redrive, investigation and attempt of it,
+// oldest first.
 func (q *Queue) Show(ctx context.Context, id string) (History, error) {
 	job, err := q.Get(ctx, id)
 	if err != nil {
 		return History{}, err
 	}
 	h := History{Job: job, Redrives: []Redrive{}, Investigations: []Investigation{}}
+	if h.Attempts, err = q.attemptsOf(ctx, q.db, id); err != nil {
+		return History{}, fmt.Errorf("show %s: %w", id, err)
+	}
 	rows, err := q.db.QueryContext(ctx, `SELECT job_id, prev_token, prev_reason, at_ms, note
 		FROM redrives WHERE job_id = ? ORDER BY seq`, id)
 	if err != nil {
@@ -830,6 +859,31 @@ type Stats struct {
 	Redrives int64           `json:"redrives"`
 }
 
+// statsQueries are Stats' counts. None reads every job: live jobs are
+// counted in the live indexes (closed_at IS NULL), done ones in the tally
+// the triggers keep, dead ones in jobs_dead, redriven ones by their audit
+// rows, so the cost is O(live + dead + audit), not O(all jobs), and the read
+// lock is held for milliseconds however old the file (docs/operations.md).
+var statsQueries = struct{ counts, deadByReason, redriven, oldestDead string }{
+	counts: `SELECT state, count(*) FROM jobs WHERE closed_at IS NULL GROUP BY state
+		UNION ALL SELECT 'done', n FROM tallies WHERE name = 'done'
+		UNION ALL SELECT 'dead', count(*) FROM jobs WHERE reason IS NOT NULL`,
+	deadByReason: `SELECT reason, count(*) FROM jobs WHERE reason IS NOT NULL GROUP BY reason`,
+	redriven:     `SELECT state, count(*) FROM jobs WHERE id IN (SELECT job_id FROM redrives) GROUP BY state`,
+	oldestDead: `SELECT ` + jobCols + ` FROM jobs WHERE reason IS NOT NULL
+		ORDER BY closed_at, id LIMIT 1`,
+}
+
+// statsQueriesV4 count a file older than version 5, read as it is, the old
+// way: by reading every job.
+var statsQueriesV4 = struct{ counts, deadByReason, redriven, oldestDead string }{
+	counts:       `SELECT state, count(*) FROM jobs GROUP BY state`,
+	deadByReason: `SELECT reason, count(*) FROM jobs WHERE state = 'dead' GROUP BY reason`,
+	redriven:     statsQueries.redriven,
+	oldestDead: `SELECT ` + jobCols + ` FROM jobs WHERE state = 'dead'
+		ORDER BY updated_at, id LIMIT 1`,
+}
+
 // Stats counts jobs by state, dead jobs by reason, and what became of redrives,
 // in one read transaction so the figures agree with each other.
 func (q *Queue) Stats(ctx context.Context) (Stats, error) {
@@ -839,6 +893,10 @@ func (q *Queue) Stats(ctx context.Context) (Stats, error) {
 	}
 	for _, r := range Reasons() {
 		s.DeadByReason[r] = 0
+	}
+	sq := statsQueries
+	if q.version < 5 {
+		sq = statsQueriesV4
 	}
 	tx, err := q.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
@@ -862,9 +920,9 @@ func (q *Queue) Stats(ctx context.Context) (Stats, error) {
 		return rows.Err()
 	}
 	if err := errors.Join(
-		count(`SELECT state, count(*) FROM jobs GROUP BY state`, func(k string, n int64) { s.Counts[State(k)] = n }),
-		count(`SELECT reason, count(*) FROM jobs WHERE state = 'dead' GROUP BY reason`, func(k string, n int64) { s.DeadByReason[Reason(k)] = n }),
-		count(`SELECT state, count(*) FROM jobs WHERE id IN (SELECT job_id FROM redrives) GROUP BY state`, func(k string, n int64) { s.Redriven[State(k)] = n }),
+		count(sq.counts, func(k string, n int64) { s.Counts[State(k)] = n }),
+		count(sq.deadByReason, func(k string, n int64) { s.DeadByReason[Reason(k)] = n }),
+		count(sq.redriven, func(k string, n int64) { s.Redriven[State(k)] = n }),
 	); err != nil {
 		return Stats{}, fmt.Errorf("stats: %w", err)
 	}
@@ -875,8 +933,7 @@ func (q *Queue) Stats(ctx context.Context) (Stats, error) {
 	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM redrives`).Scan(&s.Redrives); err != nil {
 		return Stats{}, fmt.Errorf("stats: %w", classify(err))
 	}
-	oldest, err := scanJob(tx.QueryRowContext(ctx, `SELECT `+jobCols+` FROM jobs WHERE state = 'dead'
-		ORDER BY updated_at, id LIMIT 1`))
+	oldest, err := scanJob(tx.QueryRowContext(ctx, sq.oldestDead))
 	switch {
 	case err == nil:
 		s.OldestDead = &oldest
@@ -890,11 +947,23 @@ func (q *Queue) Stats(ctx context.Context) (Stats, error) {
 const AllDead = int64(math.MaxInt64)
 
 // ListDead lists quarantined jobs, oldest first: those with reason (every
-// reason when "") that died at or before diedAtOrBefore (ms; AllDead for all).
-func (q *Queue) ListDead(ctx context.Context, reason Reason, diedAtOrBefore int64) ([]Job, error) {
-	rows, err := q.db.QueryContext(ctx, `SELECT `+jobCols+` FROM jobs WHERE state = 'dead'
+// reason when "") that died at or before diedAtOrBefore (ms; AllDead for all),
+// at most limit of them (all when limit <= 0). It reads only jobs_dead and
+// the rows it lists.
+func (q *Queue) ListDead(ctx context.Context, reason Reason, diedAtOrBefore int64, limit ...int) ([]Job, error) {
+	n := -1
+	if len(limit) > 0 && limit[0] > 0 {
+		n = limit[0]
+	}
+	query := `SELECT ` + jobCols + ` FROM jobs WHERE reason IS NOT NULL
+		AND (?1 = '' OR reason = ?1) AND closed_at <= ?2
+		ORDER BY closed_at, id LIMIT ?3`
+	if q.version < 5 {
+		query = `SELECT ` + jobCols + ` FROM jobs WHERE state = 'dead'
 		AND (?1 = '' OR reason = ?1) AND updated_at <= ?2
-		ORDER BY updated_at, id`, string(reason), diedAtOrBefore)
+		ORDER BY updated_at, id LIMIT ?3`
+	}
+	rows, err := q.db.QueryContext(ctx, query, string(reason), diedAtOrBefore, n)
 	if err != nil {
 		return nil, fmt.Errorf("list dead: %w", classify(err))
 	}

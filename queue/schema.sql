@@ -1,9 +1,11 @@
--- snacklab queue schema, version 4 (PRAGMA user_version = 4), marked as a
+-- snacklab queue schema, version 5 (PRAGMA user_version = 5), marked as a
 -- snacklab queue by PRAGMA application_id 0x736e6b71 ("snkq"). Version 1 had
 -- the same tables without the mark (migrate_1_2.sql adds it); versions 1 and
 -- 2 had three secondary indexes over every job (migrate_2_3.sql); version 3
 -- had a rowid table without closed_at and two indexes whose terms named
--- state (migrate_3_4.sql rebuilds the table).
+-- state (migrate_3_4.sql rebuilds the table); version 4 had no attempts,
+-- no tallies and no jobs_dead (the version 5 part at the end is what
+-- migrate_4_5.sql adds).
 -- The CHECK constraints restate the rules of CONTRACT.md so that no program,
 -- not even a wrong one, can store a job the contract says cannot exist.
 
@@ -96,5 +98,63 @@ CREATE TABLE investigations (
 ) STRICT;
 CREATE INDEX investigations_job ON investigations (job_id, seq);
 
+-- Version 5: the evidence of every attempt, and what lets the operator's
+-- views count without reading every job (docs/operations.md).
+
+-- One row per attempt that ended: written by finish in its own transaction
+-- (ok, retry, permanent), by the sender for an answer it could not decide
+-- (undecided: a BadAck or a 3xx, the job staying leased), and by the queue
+-- when a lease ran out unfinished (expired). Bounded and non-personal: an
+-- HTTP status and an error class from a closed set, never a body or text.
+-- Keyed by the grant's token, which a redrive keeps counting.
+CREATE TABLE attempts (
+    job_id  TEXT    NOT NULL REFERENCES jobs (id),
+    token   INTEGER NOT NULL CHECK (token >= 1),
+    attempt INTEGER NOT NULL CHECK (attempt >= 1),
+    outcome TEXT    NOT NULL
+            CHECK (outcome IN ('ok', 'retry', 'permanent', 'undecided', 'expired')),
+    status  INTEGER CHECK (status BETWEEN 100 AND 599),
+    error   TEXT    CHECK (error IN ('timeout', 'refused', 'reset', 'closed', 'transport',
+                                     'http', '3xx', 'badack', 'lease')),
+    at_ms   INTEGER NOT NULL,
+    PRIMARY KEY (job_id, token)
+) STRICT, WITHOUT ROWID;
+
+-- A lease re-granted after it ran out (the token moves while leased) ended
+-- unfinished; its holder may have written an undecided row, which stays.
+CREATE TRIGGER attempts_expired AFTER UPDATE OF token ON jobs
+    WHEN OLD.state = 'leased' AND NEW.token <> OLD.token
+BEGIN
+    INSERT OR IGNORE INTO attempts (job_id, token, attempt, outcome, error, at_ms)
+    VALUES (OLD.id, OLD.token, OLD.attempts, 'expired', 'lease', NEW.updated_at);
+END;
+
+-- Done jobs, most of an old file, are counted here by triggers in the
+-- writing transaction, whoever's statement it is, so stats need not read
+-- them; live jobs are counted in the live indexes, dead ones in jobs_dead.
+CREATE TABLE tallies (
+    name TEXT    PRIMARY KEY CHECK (name IN ('done')),
+    n    INTEGER NOT NULL
+) STRICT, WITHOUT ROWID;
+INSERT INTO tallies (name, n) VALUES ('done', 0);
+CREATE TRIGGER tallies_done_update AFTER UPDATE OF state ON jobs
+    WHEN (OLD.state = 'done') <> (NEW.state = 'done')
+BEGIN
+    UPDATE tallies SET n = n + (NEW.state = 'done') - (OLD.state = 'done') WHERE name = 'done';
+END;
+CREATE TRIGGER tallies_done_insert AFTER INSERT ON jobs WHEN NEW.state = 'done'
+BEGIN
+    UPDATE tallies SET n = n + 1 WHERE name = 'done';
+END;
+CREATE TRIGGER tallies_done_delete AFTER DELETE ON jobs WHEN OLD.state = 'done'
+BEGIN
+    UPDATE tallies SET n = n - 1 WHERE name = 'done';
+END;
+
+-- The dead jobs by reason, oldest first: stats, dead, alerts and the
+-- dashboard read only these. It names reason, which no claim sets, so a
+-- claim never moves it (reason is set exactly while dead).
+CREATE INDEX jobs_dead ON jobs (reason, closed_at, id) WHERE reason IS NOT NULL;
+
 PRAGMA application_id = 1936616305;
-PRAGMA user_version = 4;
+PRAGMA user_version = 5;

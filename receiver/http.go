@@ -54,16 +54,49 @@ var DefaultTimeouts = Timeouts{
 func (r *Receiver) Server(errorLog *log.Logger, t Timeouts) *http.Server {
 	r.writeTimeout = t.Write
 	srv := &http.Server{
-		Handler:           r.Handler(),
+		Handler:           limitHeaders(t.MaxHeader, r.Handler()),
 		ReadHeaderTimeout: t.ReadHeader,
 		ReadTimeout:       t.Read,
 		WriteTimeout:      t.Read + t.Write, // backstop; postOrder sets its own
 		IdleTimeout:       t.Idle,
-		MaxHeaderBytes:    t.MaxHeader,
+		MaxHeaderBytes:    t.MaxHeader, // net/http reads up to 4 KiB more; limitHeaders is exact
 		ErrorLog:          errorLog,
 	}
 	srv.RegisterOnShutdown(r.ReleaseHeld)
 	return srv
+}
+
+// limitHeaders answers 431 to a request whose request line and header
+// lines, each with its CRLF, and the blank line that ends them, come to
+// more than max bytes (CONTRACT §5): net/http's MaxHeaderBytes allows 4 KiB
+// of slack beyond it, so the limit as documented is enforced here, from the
+// parsed request (header names keep their length when canonicalized; a
+// value's surrounding spaces, which net/http trims, are not counted).
+func limitHeaders(max int, h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if max > 0 && HeaderBytes(req) > max {
+			w.Header().Set("Connection", "close")
+			http.Error(w, "431 Request Header Fields Too Large", http.StatusRequestHeaderFieldsTooLarge)
+			return
+		}
+		h.ServeHTTP(w, req)
+	})
+}
+
+// HeaderBytes is the size of req's request line and headers on the wire:
+// "METHOD URI PROTO\r\n", "Host: host\r\n", "Name: value\r\n" for each
+// value, and the final "\r\n".
+func HeaderBytes(req *http.Request) int {
+	n := len(req.Method) + 1 + len(req.RequestURI) + 1 + len(req.Proto) + 2
+	if req.Host != "" {
+		n += len("Host: ") + len(req.Host) + 2
+	}
+	for name, values := range req.Header {
+		for _, v := range values {
+			n += len(name) + 2 + len(v) + 2
+		}
+	}
+	return n + 2
 }
 
 // Handler routes CONTRACT §5's requests; anything else gets net/http's 404

@@ -96,6 +96,28 @@ func TestSlowClientsAreCut(t *testing.T) {
 			t.Fatalf("an idle keep-alive connection was still open after %v; want it closed after %v", within, short.Idle)
 		}
 	})
+	// The limit is exact: net/http's own allows 4 KiB more.
+	for _, c := range []struct {
+		name string
+		pad  int
+		want int
+	}{
+		{"headers of exactly the limit", 0, http.StatusOK},
+		{"headers one byte over the limit", 1, http.StatusRequestHeaderFieldsTooLarge},
+		{"headers 3 KiB over the limit", 3 << 10, http.StatusRequestHeaderFieldsTooLarge},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			head := "GET /stock HTTP/1.1\r\nHost: x\r\nX-Pad: \r\n\r\n"
+			pad := strings.Repeat("a", short.MaxHeader-len(head)+c.pad)
+			conn := dial(t, addr)
+			io.WriteString(conn, "GET /stock HTTP/1.1\r\nHost: x\r\nX-Pad: "+pad+"\r\n\r\n")
+			resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+			if err != nil || resp.StatusCode != c.want {
+				t.Fatalf("%d bytes of headers (limit %d) = %v, %v; want %d", len(head)+len(pad), short.MaxHeader, resp, err, c.want)
+			}
+			resp.Body.Close()
+		})
+	}
 	t.Run("headers too large", func(t *testing.T) {
 		conn := dial(t, addr)
 		io.WriteString(conn, "GET /stock HTTP/1.1\r\nHost: x\r\nX-Pad: "+strings.Repeat("a", 8<<10)+"\r\n\r\n")

@@ -157,6 +157,44 @@ func TransportError(err error) string {
 	return strings.ReplaceAll(err.Error(), "\n", "; ")
 }
 
+// EvidenceOf is what the queue keeps of one exchange (CONTRACT.md §3
+// finish evidence): the HTTP status, if any, and an error class, never the
+// body or an error's text.
+func EvidenceOf(status int, postErr error, class Class) queue.Evidence {
+	var ev queue.Evidence
+	if status >= 100 && status <= 599 {
+		ev.Status = status
+	}
+	switch {
+	case status == 0 && postErr != nil:
+		ev.Error = transportClass(postErr)
+	case status >= 300 && status < 400:
+		ev.Error = queue.Error3xx
+	case class == ClassBadAck:
+		ev.Error = queue.ErrorBadAck
+	case status >= 200 && status < 300 && postErr != nil:
+		ev.Error = transportClass(postErr) // the body was cut off
+	case status < 200 || status >= 400:
+		ev.Error = queue.ErrorHTTP
+	}
+	return ev
+}
+
+// transportClass is TransportError as an error class.
+func transportClass(err error) queue.ErrorClass {
+	switch TransportError(err) {
+	case "connection refused":
+		return queue.ErrorRefused
+	case "timeout":
+		return queue.ErrorTimeout
+	case "connection reset":
+		return queue.ErrorReset
+	case "connection closed":
+		return queue.ErrorClosed
+	}
+	return queue.ErrorTransport
+}
+
 // Sender delivers jobs from Queue to the receiver at URL as Owner.
 type Sender struct {
 	Queue   *queue.Queue
@@ -181,6 +219,10 @@ type Sender struct {
 	// reported, before classification and finish. The binary exits there
 	// (running no deferred cleanup) to show what a crash after receipt leaves.
 	ExitAfterReceipt func()
+	// Batch, when above 1, makes Run claim, deliver and finish up to Batch
+	// jobs at a time (RunBatch): one claim and one finish transaction per
+	// batch instead of per job. 0 or 1 is one job at a time (RunOnce).
+	Batch int
 }
 
 // Result is what became of one RunOnce.
@@ -367,6 +409,7 @@ func (s *Sender) RunOnce(ctx context.Context) (Result, error) {
 
 	cerr := Classify(status, body, postErr)
 	res.Class = ClassOf(cerr)
+	ev := EvidenceOf(status, postErr, res.Class)
 	var outcome queue.Outcome
 	switch res.Class {
 	case ClassOK:
@@ -376,9 +419,13 @@ func (s *Sender) RunOnce(ctx context.Context) (Result, error) {
 	case ClassPermanent:
 		outcome = queue.OutcomePermanent
 	default:
+		// No decision, but the evidence is kept: the job stays leased.
+		if _, err := s.Queue.NoteAttempt(ctx, job.ID, job.Token, ev, s.now()); err != nil {
+			return res, fmt.Errorf("deliver %s token %d: %w (job left leased; its evidence not kept: %v)", job.ID, job.Token, cerr, err)
+		}
 		return res, fmt.Errorf("deliver %s token %d: %w (job left leased)", job.ID, job.Token, cerr)
 	}
-	after, applied, err := s.Queue.Finish(ctx, job.ID, job.Token, outcome, s.now())
+	after, applied, err := s.Queue.Finish(ctx, job.ID, job.Token, outcome, s.now(), ev)
 	if err != nil {
 		return res, err
 	}
@@ -395,9 +442,13 @@ func (s *Sender) RunOnce(ctx context.Context) (Result, error) {
 	// STARTER: return Result{}, fmt.Errorf("%w (sender/sender.go: RunOnce)", queue.ErrNotImplemented)
 }
 
-// Run repeats RunOnce until nothing is claimable or ctx is done, and returns
-// how many jobs it claimed. A stop request lets the current job finish.
+// Run repeats RunOnce (RunBatch when s.Batch > 1) until nothing is
+// claimable or ctx is done, and returns how many jobs it claimed. A stop
+// request lets the current job (the current batch) finish.
 func (s *Sender) Run(ctx context.Context) (int, error) {
+	if s.Batch > 1 {
+		return s.runBatches(ctx)
+	}
 	n := 0
 	for ctx.Err() == nil {
 		res, err := s.RunOnce(ctx)

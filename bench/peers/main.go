@@ -7,7 +7,7 @@
 //
 // Usage:
 //
-//	cd bench/peers && go run . [-jobs 1000] [-turn 100] [-journal delete] [-history 100000] [-dir DIR]
+//	cd bench/peers && go run . [-jobs 1000] [-turn 100] [-journal delete] [-history 100000] [-batch 8,32,128] [-loop] [-dir DIR]
 package main
 
 import (
@@ -58,7 +58,22 @@ type system struct {
 	enqueue func(ctx context.Context, ids []string) error
 	deliver func(ctx context.Context, n int) error // claim and finish ok n jobs
 	close   func()
+	queue   *queue.Queue  // snacklab's systems: the open queue
 	untimed time.Duration // set by an operation: its tail that is not part of the measure (River's Stop)
+	// perTurn is the jobs one turn enqueues and delivers (0: -turn); a
+	// batched system delivers whole batches, so its turn is a multiple of N.
+	perTurn int
+	// lat collects, per delivered job, the time from the claim (fetch) that
+	// took it to its completion's commit being reported.
+	lat []time.Duration
+}
+
+// per is the jobs in one of s's turns.
+func (s *system) per(turn int) int {
+	if s.perTurn > 0 {
+		return s.perTurn
+	}
+	return turn
 }
 
 func main() {
@@ -67,6 +82,7 @@ func main() {
 	journal := flag.String("journal", "delete", "journal mode for the raw floor, goqite and River (snacklab accepts only delete)")
 	history := flag.Int("history", 100000, "done and dead jobs put in a second snacklab file to show the claim stays flat (0: skip)")
 	loop := flag.Bool("loop", false, "add the loop-mode experiment: each finish committed with the next claim (not what sender run does)")
+	batches := flag.String("batch", "8,32,128", "batch sizes of snacklab's batched delivery (ClaimBatch + FinishBatch) to measure, comma-separated (empty: none)")
 	dir := flag.String("dir", "", "directory for the database files (default: a new temporary directory, removed after)")
 	flag.Parse()
 	log.SetFlags(0)
@@ -88,6 +104,9 @@ func main() {
 		systems = append(systems, newSnacklab(filepath.Join(*dir, "snacklab.db"), "", 0))
 	}
 	systems = append(systems, newGoqite(filepath.Join(*dir, "goqite.db"), mode), newRiver(filepath.Join(*dir, "river.db"), mode))
+	if mode == "delete" {
+		systems = append(systems, newSnacklabBatches(*dir, *batches, *turn)...)
+	}
 	if mode == "delete" && *loop {
 		systems = append(systems, newSnacklabLoop(filepath.Join(*dir, "snacklab-loop.db")))
 	}
@@ -123,10 +142,11 @@ func main() {
 				s := systems[(k+i)%len(systems)] // rotate who goes first
 				floor[phase+s.name] = append(floor[phase+s.name], rawTurn(phase, i*100+k))
 				var smp sample
+				per := s.per(*turn)
 				if phase == "enqueue" {
-					smp = measure(s, func() error { return s.enqueue(ctx, ids("o", "", i, *turn)) }, *turn)
+					smp = measure(s, func() error { return s.enqueue(ctx, ids("o", "", i, per)) }, per)
 				} else {
-					smp = measure(s, func() error { return s.deliver(ctx, *turn) }, *turn)
+					smp = measure(s, func() error { return s.deliver(ctx, per) }, per)
 				}
 				res[phase][s.name] = append(res[phase][s.name], smp)
 			}
@@ -165,10 +185,28 @@ func main() {
 			return fmt.Sprintf("%.1f", median(res[ph.phase][n], perOp(pages)))
 		})
 	}
+	rawRate := median(rawAll, sample.rate)
+	row("claim → finish latency per job, median / p99 ms", func(n string) string {
+		l := latencies(systems, n)
+		if len(l) == 0 {
+			return "–"
+		}
+		return fmt.Sprintf("%.1f / %.1f", ms(l, 50), ms(l, 99))
+	})
+	row("claim → finish latency per job, median / p99 in raw commits", func(n string) string {
+		l := latencies(systems, n)
+		if len(l) == 0 {
+			return "–"
+		}
+		return fmt.Sprintf("%.1f / %.1f", ms(l, 50)*rawRate/1000, ms(l, 99)*rawRate/1000)
+	})
 	fmt.Println("\npages written = bytes handed to write(2) by this process (/proc/self/io wchar) / 4096: a page")
 	fmt.Println("written to the journal and again to the database counts twice. commits = change of the")
 	fmt.Println("database header's file change counter. River's turn starts its client (not timed before the")
 	fmt.Println("first fetch) and ends at the 100th completion event; its completions are batched.")
+	fmt.Println("latency = from the claim (River: the job's attempted_at, set by its fetch) to the completion's")
+	fmt.Println("commit being reported (River: its completion event); a batch's jobs share their batch's.")
+	fmt.Println("A batched system's turn is whole batches: the multiple of N at or above -turn.")
 }
 
 func names(ss []*system) []string {
@@ -272,7 +310,8 @@ func newSnacklab(path, name string, history int) *system {
 	if name == "" {
 		name = "snacklab"
 	}
-	return &system{name: name, files: []string{path},
+	s := &system{}
+	*s = system{name: name, files: []string{path}, queue: q,
 		enqueue: func(ctx context.Context, ids []string) error {
 			for _, id := range ids {
 				if _, _, err := q.Enqueue(ctx, queue.NewJob{ID: id, Qty: 7, MaxAttempts: 5, DeadlineWindowMs: 3_600_000}, t0); err != nil {
@@ -283,6 +322,7 @@ func newSnacklab(path, name string, history int) *system {
 		},
 		deliver: func(ctx context.Context, n int) error {
 			for range n {
+				start := time.Now()
 				j, ok, err := q.Claim(ctx, "bench", t0+1, 30_000)
 				if err != nil || !ok {
 					return fmt.Errorf("snacklab claim: ok=%v %v", ok, err)
@@ -290,10 +330,12 @@ func newSnacklab(path, name string, history int) *system {
 				if _, applied, err := q.Finish(ctx, j.ID, j.Token, queue.OutcomeOK, t0+1); err != nil || !applied {
 					return fmt.Errorf("snacklab finish: applied=%v %v", applied, err)
 				}
+				s.lat = append(s.lat, time.Since(start))
 			}
 			return nil
 		},
 		close: func() { q.Close() }}
+	return s
 }
 
 // newSnacklabLoop is the issue's "loop mode" as an experiment, not the
@@ -360,7 +402,8 @@ func newGoqite(path, mode string) *system {
 	_, err := db.Exec(goqiteSchema)
 	must(err)
 	q := goqite.New(goqite.NewOpts{DB: db, Name: "bench", Timeout: 30 * time.Second, MaxReceive: 5})
-	return &system{name: "goqite v0.4.0", files: []string{path},
+	s := &system{}
+	*s = system{name: "goqite v0.4.0", files: []string{path},
 		enqueue: func(ctx context.Context, ids []string) error {
 			for _, id := range ids {
 				if err := q.Send(ctx, goqite.Message{Body: []byte(`{"id":"` + id + `","qty":7}`)}); err != nil {
@@ -371,6 +414,7 @@ func newGoqite(path, mode string) *system {
 		},
 		deliver: func(ctx context.Context, n int) error {
 			for range n {
+				start := time.Now()
 				m, err := q.Receive(ctx)
 				if err != nil || m == nil {
 					return fmt.Errorf("goqite receive: %v %v", m, err)
@@ -378,10 +422,12 @@ func newGoqite(path, mode string) *system {
 				if err := q.Delete(ctx, m.ID); err != nil {
 					return err
 				}
+				s.lat = append(s.lat, time.Since(start))
 			}
 			return nil
 		},
 		close: func() { db.Close() }}
+	return s
 }
 
 // orderArgs is River's job: the same order as the others carry.
@@ -448,8 +494,11 @@ func newRiver(path, mode string) *system {
 			timeout := time.After(20 * time.Second)
 			for got := 0; got < n; {
 				select {
-				case <-events:
+				case ev := <-events:
 					got++
+					if ev.Job.AttemptedAt != nil {
+						s.lat = append(s.lat, time.Since(*ev.Job.AttemptedAt))
+					}
 				case <-timeout:
 					var states string
 					db.QueryRow("SELECT group_concat(state || ':' || queue || ':' || n) FROM (SELECT state, queue, count(*) n FROM river_job GROUP BY 1, 2)").Scan(&states)

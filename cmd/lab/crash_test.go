@@ -17,8 +17,17 @@ func TestCrashUsageErrors(t *testing.T) {
 		{"unknown program", []string{"crash", "--program", "queue"}, "lab: crash: --program queue: want enqueue,sender,receiver,redrive,finish, or none. Try: lab crash --program receiver\n"},
 		{"replay without a program", []string{"crash", "--at", "3"}, "lab: crash: --at replays a crash point of one program. Try: lab crash --program finish --at 3\n"},
 		{"negative kills", []string{"crash", "--kills", "-1"}, "lab: crash: --kills and --at must be >= 0. Try: lab crash --kills 1000\n"},
+		{"batch zero", []string{"crash", "--batch", "0"}, "lab: crash: --batch 0: want 1 to 1000. Try: lab crash --program sender --batch 3\n"},
+		{"batch with power cuts", []string{"crash", "--power-cut", "--batch", "3"}, "lab: crash: --batch is for crash points, not --power-cut. Try: lab crash --power-cut --program enqueue\n"},
 		{"unwritable report", []string{"crash", "--results", "/nonexistent/r.json"}, "lab: --results /nonexistent/r.json: directory /nonexistent does not exist; create it or choose another path. Nothing was run\n"},
 		{"stray argument", []string{"crash", "8"}, "lab: crash: unexpected \"8\". Try: lab crash --program sender --at 3\n"},
+		{"unknown budget", []string{"crash", "--power-cut", "--budget", "huge"}, "lab: crash: --budget \"huge\": want small or full. Try: lab crash --power-cut --budget full\n"},
+		{"kills with power cuts", []string{"crash", "--power-cut", "--kills", "5"}, "lab: crash: --kills is for crash points, not --power-cut. Try: lab crash --power-cut --program enqueue\n"},
+		{"budget without power cuts", []string{"crash", "--budget", "full"}, "lab: crash: --budget is for --power-cut. Try: lab crash --power-cut --budget …\n"},
+		{"state without barrier", []string{"crash", "--power-cut", "--program", "enqueue", "--state", "2"}, "lab: crash: --state S replays a state of one barrier: give --barrier B too\n"},
+		{"judged gid alone", []string{"crash", "--judged-gid", "5"}, "lab: crash: --judged-gid needs --judged-uid. Try: lab crash --judged-uid 65533\n"},
+		{"judged as root", []string{"crash", "--judged-uid", "0"}, "lab: crash: --judged-uid 0: want a non-root uid. Try: lab crash --judged-uid 65533\n"},
+		{"barrier without a program", []string{"crash", "--power-cut", "--barrier", "2"}, "lab: crash: --barrier replays a power cut of one program. Try: lab crash --power-cut --program enqueue --barrier 6\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := lab(t, tc.args...)

@@ -17,6 +17,7 @@ import (
 	"snacklab/internal/cliflag"
 	"snacklab/internal/grade"
 	"snacklab/internal/isolate"
+	"snacklab/labsteps/result"
 )
 
 const gradeUsage = `usage: lab grade [flags] SUBMISSION...
@@ -38,7 +39,13 @@ Writes, in --out DIR:
   DIR/NAME/junit.xml     JUnit XML;  DIR/NAME/report.html  the lab's report
   DIR/NAME/logs/         work dirs of failing steps (--trusted);  DIR/NAME/bin/  the build
   DIR/grades.csv, grades.md, grades.html   the cohort: submission × step
+  DIR/grades-anon.*      the same under pseudonyms (--anonymise)
   DIR/shard.json         which slice of which cohort (for lab merge)
+
+An existing DIR keeps its other submissions: grading one again replaces only
+its own results and row (lab tables --out DIR rebuilds the tables alone).
+results.json has one test per part of each step (step 6: a–o), the step's
+points split among them; a part that fails or is flaky scores 0.
 
 Exit: 0 every submission graded (whatever its score); 2 a usage error, or some
 SUBMISSION missing or not a submission (the others are still graded and it is
@@ -57,6 +64,8 @@ cohorts, overlapping shards and missing shards.
 
 type gradeOptions struct {
 	out, points, shard, gocache, isolate string
+	visibility                           string
+	tables                               grade.TableOptions
 	runs, jobs, parallel, shards         int
 	timeout, buildTimeout, wall          time.Duration
 	trusted                              bool
@@ -69,7 +78,9 @@ func newGradeFlags(o *gradeOptions) *flag.FlagSet {
 	fs := flag.NewFlagSet("lab grade", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.StringVar(&o.out, "out", "grades", "output `dir`")
-	fs.StringVar(&o.points, "points", "", "points per step: `1=10,2=10,…` (steps not listed are not run) or a file of such pairs (default: all 8 steps, 12.5 each)")
+	fs.StringVar(&o.points, "points", "", "points per step: `1=10,2=10,…` (steps not listed are not run) or a file of such pairs, which may also weight parts (6.c=2) and set visibility (6.n=hidden, *=after_due_date) (default: all 8 steps, 12.5 each; docs/grading.md)")
+	fs.StringVar(&o.visibility, "visibility", "", "Gradescope visibility: `visible`, hidden, after_due_date or after_published for everything, or KEY=VALUE pairs for a step or part (*=after_due_date,6.n=hidden)")
+	tableFlags(fs, &o.tables)
 	cliflag.IntVar(fs, &o.runs, "n", 1, "run each submission this many times; a step that passes in some runs and fails in others is flaky and scores 0")
 	cliflag.IntVar(fs, &o.jobs, "jobs", runtime.NumCPU(), "submissions graded at once")
 	cliflag.IntVar(fs, &o.parallel, "parallel", 0, "steps of one submission run at once (default: all)")
@@ -112,7 +123,7 @@ func runGrade(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return usageErr{"grade: no submissions. Try: lab grade --out grades cohort/*"}
 	}
 	cfg := grade.Config{Out: o.out, Runs: o.runs, Jobs: o.jobs, Parallel: o.parallel, StepTimeout: o.timeout,
-		BuildTimeout: o.buildTimeout, GoCache: o.gocache, Log: stdout}
+		BuildTimeout: o.buildTimeout, GoCache: o.gocache, Log: stdout, Tables: o.tables}
 	switch {
 	case o.runs < 1:
 		return usageErr{"grade: -n must be at least 1. Try: lab grade -n 5 …"}
@@ -122,12 +133,14 @@ func runGrade(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return usageErr{"grade: time limits must be positive"}
 	}
 	if o.points != "" {
-		if cfg.Points, err = grade.ParsePoints(o.points); err != nil {
+		if cfg.Points, cfg.Scheme, err = grade.ParseScheme(o.points); err != nil {
 			return usageErr{"grade: " + err.Error()}
 		}
 	}
-	if cfg.Points.CrashPoints() > 0 && !o.trusted {
-		return usageErr{"grade: --points " + grade.CrashName + "=N traces the submission's processes with ptrace, which the isolation boundary does not grant: grade crash verification of code you trust with --trusted, or run `lab crash --bin DIR` on it yourself (docs/crash.md)"}
+	if o.visibility != "" {
+		if err := grade.ParseVisibility(o.visibility, &cfg.Scheme); err != nil {
+			return usageErr{"grade: " + err.Error()}
+		}
 	}
 	switch {
 	case o.shard == "auto":
@@ -190,8 +203,8 @@ func runGrade(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if cfg.Boundary != nil {
 		mode = cfg.Boundary.Mode
 	}
-	fmt.Fprintf(stdout, "snacklab grade: %d submission(s)%s, %d step(s), %d run(s) each, %d at once → %s\ngraded %s\n",
-		len(mine), scope, len(points.Steps()), o.runs, o.jobs, o.out, mode)
+	fmt.Fprintf(stdout, "snacklab grade: %d submission(s)%s, %d step(s), %d run(s) each, %d at once → %s\ngraded %s against %s\n",
+		len(mine), scope, len(points.Steps()), o.runs, o.jobs, o.out, mode, result.ContractText)
 	for _, s := range mine {
 		if s.Kind == grade.KindInvalid {
 			fmt.Fprintf(stderr, "lab grade: %s %v\n", grade.Clean(s.Path), s.Err)
@@ -299,34 +312,53 @@ func isolatedBoundary(ctx context.Context, exe string, o gradeOptions, steps int
 		}
 		wall = time.Duration((steps+par-1)/par)*o.timeout + isolate.WallGrace
 	}
+	crashLim := isolate.Limits{Memory: lim.Memory, PIDs: lim.PIDs, CPUs: lim.CPUs}
 	b := &grade.Boundary{
-		Mode: fmt.Sprintf("isolated in Docker: built and run in containers with no network, a read-only root, an unprivileged user; %d MiB, %g CPU, %d pids, %v wall clock per submission",
+		Mode: fmt.Sprintf("isolated in Docker: built and run in containers with no network, a read-only root, the lab as root with six capabilities and the submission's programs as uid 65533 apart from it; %d MiB, %g CPU, %d pids, %v wall clock per submission",
 			o.memory, o.cpus, o.pids, wall),
 		Build: eng.BuildFunc(gocache, isolate.Limits{Memory: o.buildMemory << 20}),
 		Run:   grade.StepRunner(eng.Runner(lim)),
+		// lab crash in the same containers, with its own wall-clock limit.
+		Crash:    eng.CrashRunner(crashLim),
+		PowerCut: eng.PowerCutRunner(crashLim),
+	}
+	// The reference's dependencies warm the shared build cache first, in a
+	// build container of their own, so no submission's build waits on a
+	// classmate's (a hanging one would hold them all for its limit). Away
+	// from the snacklab module the builds start cold, side by side.
+	if root, err := moduleRoot(""); err == nil {
+		b.Warm = eng.WarmFunc(root, gocache, isolate.Limits{Memory: o.buildMemory << 20}, o.buildTimeout)
 	}
 	return b, func() { eng.Close() }, nil
 }
 
 // staticLab returns a static lab binary: exe itself, or one built into a
-// temporary directory from the snacklab module in the current directory.
+// temporary directory from the snacklab module holding the current
+// directory (moduleRoot), so lab grade run in a subdirectory builds it too.
 func staticLab(ctx context.Context, exe string, stdout io.Writer) (string, func(), error) {
 	nothing := func() {}
-	if containers.CheckStatic(exe) == nil {
+	carries, err := isolate.CarriesMutants(exe)
+	if err != nil {
+		return "", nil, err
+	}
+	if containers.CheckStatic(exe) == nil && !carries {
 		return exe, nothing, nil
 	}
-	const cmd = "CGO_ENABLED=0 go build -o bin/ ./cmd/..."
-	mod, err := os.ReadFile("go.mod")
-	if err != nil || !strings.HasPrefix(strings.TrimSpace(string(mod)), "module snacklab") {
-		return "", nil, fmt.Errorf("grade: %s is dynamically linked, and the grading containers have no libc: rebuild it static with `%s` in the snacklab module (or grade trusted code with --trusted)", exe, cmd)
+	// The containers' lab is static and carries no mutants (their search
+	// texts are the reference's lines, and the judged must not read them).
+	const cmd = "CGO_ENABLED=0 go build -tags nomutants -o bin/ ./cmd/lab"
+	root, err := moduleRoot("")
+	if err != nil {
+		return "", nil, fmt.Errorf("grade: %s is dynamically linked or carries the mutants, and the grading containers take a static lab without them: build one with `%s` in the snacklab module (or grade trusted code with --trusted)", exe, cmd)
 	}
 	dir, err := os.MkdirTemp("", "snacklab-lab-*")
 	if err != nil {
 		return "", nil, err
 	}
-	fmt.Fprintf(stdout, "lab grade: %s is dynamically linked; building a static lab for the containers (%s)\n", exe, cmd)
-	b := exec.CommandContext(ctx, "go", "build", "-o", filepath.Join(dir, "lab"), "./cmd/lab")
+	fmt.Fprintf(stdout, "lab grade: building the containers' lab: static, without the mutants (%s)\n", cmd)
+	b := exec.CommandContext(ctx, "go", "build", "-tags", "nomutants", "-o", filepath.Join(dir, "lab"), "./cmd/lab")
 	b.Env = append(os.Environ(), "CGO_ENABLED=0")
+	b.Dir = root
 	if out, err := b.CombinedOutput(); err != nil {
 		os.RemoveAll(dir)
 		return "", nil, fmt.Errorf("grade: building a static lab: %v\n%s\nbuild it yourself with `%s`", err, out, cmd)

@@ -3,6 +3,7 @@ package main_test
 import (
 	"encoding/json"
 	"errors"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -41,6 +42,9 @@ func TestGradeUsageErrors(t *testing.T) {
 		{"no step time", []string{"grade", "--timeout", "0s", "x"}, "time limits must be positive"},
 		{"no build time", []string{"grade", "--build-timeout", "-1s", "x"}, "time limits must be positive"},
 		{"merge without out", []string{"merge", "x"}, "lab: merge: want --out DIR and at least one SHARDDIR"},
+		{"bad visibility", []string{"grade", "--visibility", "secret", "x"}, "--visibility \"secret\": want one of visible, hidden, after_due_date, after_published"},
+		{"weight of a part not graded", []string{"grade", "--points", "1=10,6.c=2", "x"}, "part 6.c of a step that is not graded"},
+		{"tables without out", []string{"tables"}, "lab: tables: want --out DIR and nothing else"},
 		{"merge not a shard", []string{"merge", "--out", filepath.Join(t.TempDir(), "m"), bin}, "is not the output of lab grade"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -88,7 +92,19 @@ func TestGradeCLI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := json.Unmarshal(b, &gs); err != nil || gs.Score != 100 || len(gs.Tests) != 2 || gs.Tests[1].Number != "3" || gs.Tests[1].MaxScore != 60 {
+	// One test per part: step 1's parts share its 40 points, step 3's a–f its 60.
+	err = json.Unmarshal(b, &gs)
+	step1, step3, parts3 := 0.0, 0.0, 0
+	for _, tc := range gs.Tests {
+		switch {
+		case strings.HasPrefix(tc.Number, "1."):
+			step1 += tc.MaxScore
+		case strings.HasPrefix(tc.Number, "3."):
+			step3 += tc.MaxScore
+			parts3++
+		}
+	}
+	if err != nil || gs.Score != 100 || parts3 != 6 || gs.Tests[len(gs.Tests)-1].Number != "3.f" || math.Abs(step1-40) > 1e-9 || math.Abs(step3-60) > 1e-9 {
 		t.Errorf("results.json: %v %+v", err, gs)
 	}
 	for _, f := range []string{"ann/junit.xml", "ann/report.html", "missing/results.json", "grades.csv", "grades.md", "grades.html", "shard.json"} {

@@ -12,6 +12,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"sort"
 	"strings"
 	"syscall"
@@ -19,6 +20,10 @@ import (
 
 	"snacklab/internal/cliflag"
 	"snacklab/labsteps"
+	"snacklab/labsteps/fresh"
+	"snacklab/labsteps/harness"
+	"snacklab/labsteps/report"
+	"snacklab/labsteps/result"
 )
 
 func main() {
@@ -50,6 +55,7 @@ func (u usageErr) Error() string { return u.msg }
 const usage = `usage: lab [run] [flags] [STEPS…]
        lab grade [flags] SUBMISSION…     grade a cohort (docs/grading.md; lab grade -h)
        lab merge --out DIR SHARDDIR…     join the results of lab grade --shard i/n
+       lab tables --out DIR              rebuild grades.{csv,md,html} from the results in DIR
        lab starter --out DIR             write a learner's copy with the solutions taken out
        lab selftest                      prove the steps: reference passes, starter and every mutant fail
        lab crash [flags]                 kill each program at every crash point, then soak (docs/crash.md)
@@ -73,10 +79,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return runGrade(ctx, args[1:], stdout, stderr)
 		case "merge":
 			return runMerge(ctx, args[1:], stdout, stderr)
+		case "tables":
+			return runTables(ctx, args[1:], stdout, stderr)
 		case "selftest":
 			return runSelftest(ctx, args[1:], stdout, stderr)
 		case "crash":
 			return runCrash(ctx, args[1:], stdout, stderr)
+		case harness.JudgedExecCommand:
+			// A step of a traced start (harness.Judged.Exec): it returns
+			// only on failure.
+			return harness.JudgedExec(args[1:])
 		case "help", "-h", "--help":
 			printUsage(stdout)
 			return nil
@@ -94,9 +106,11 @@ func printUsage(w io.Writer) {
 
 type options struct {
 	bin, results, junit, html, workRoot string
+	jsonOut                             string
 	keep, verbose, timing               bool
 	timeout                             time.Duration
 	parallel, repeat                    int
+	judgedUID, judgedGID                int
 }
 
 func newFlags(o *options) *flag.FlagSet {
@@ -106,6 +120,7 @@ func newFlags(o *options) *flag.FlagSet {
 	fs.StringVar(&o.results, "results", "", "write Gradescope's results.json to this `file`")
 	fs.StringVar(&o.junit, "junit", "", "write JUnit XML to this `file`")
 	fs.StringVar(&o.html, "html", "", "write an HTML report with step 8's timeline to this `file`")
+	fs.StringVar(&o.jsonOut, "json", "", "write the results in the lab's own JSON form (snacklab-results/1: every check, part and event) to this `file`")
 	fs.StringVar(&o.workRoot, "work", "", "parent `dir` of the steps' work dirs (default: the system temp dir)")
 	fs.BoolVar(&o.keep, "keep", false, "keep the work dirs (logs, queue files) of passing steps too")
 	fs.BoolVar(&o.verbose, "v", false, "print each step's story: every command, line and check")
@@ -113,6 +128,8 @@ func newFlags(o *options) *flag.FlagSet {
 	fs.DurationVar(&o.timeout, "timeout", 0, "time limit of one step (default: derived from the calibration, at least 60s)")
 	cliflag.IntVar(fs, &o.parallel, "parallel", 0, "steps run at once (default: all selected)")
 	cliflag.IntVar(fs, &o.repeat, "repeat", 1, "run the selection this many times; reports describe the last run")
+	cliflag.IntVar(fs, &o.judgedUID, "judged-uid", -1, "run every program under test as this `uid` (the lab must be root with CAP_SETUID, CAP_SETGID, CAP_CHOWN, CAP_KILL; grading containers use 65533)")
+	cliflag.IntVar(fs, &o.judgedGID, "judged-gid", -1, "with --judged-uid: the programs' `gid` (default: the uid)")
 	return fs
 }
 
@@ -150,20 +167,23 @@ func runSteps(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if o.repeat < 1 {
 		return usageErr{"--repeat must be at least 1. Try: lab run --repeat 200"}
 	}
-	if err := checkOutputs(map[string]string{"results": o.results, "junit": o.junit, "html": o.html}); err != nil {
+	if err := checkOutputs(map[string]string{"results": o.results, "junit": o.junit, "html": o.html, "json": o.jsonOut}); err != nil {
 		return err
 	}
 	if o.bin, err = resolveBin(o.bin); err != nil {
 		return err
 	}
 	cfg := labsteps.Config{Bin: o.bin, WorkRoot: o.workRoot, Keep: o.keep, StepTimeout: o.timeout, Parallel: o.parallel}
+	if cfg.Judged, err = judgedOf(o); err != nil {
+		return err
+	}
 	cal := calibrate(ctx, cfg, stdout)
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
 	cfg.Calibration = &cal
 
-	var results []labsteps.Result
+	var results []result.Result
 	var took time.Duration
 	var walls []time.Duration
 	failedRuns := 0
@@ -173,10 +193,10 @@ func runSteps(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		quiet := o.repeat > 1
 		if !quiet {
-			fmt.Fprintf(stdout, "snacklab lab: %d step(s) against %s\n", len(steps), o.bin)
+			fmt.Fprintf(stdout, "snacklab lab: %d step(s) against %s, graded against %s\n", len(steps), o.bin, result.ContractText)
 		}
 		t0 := time.Now()
-		results = labsteps.RunSteps(ctx, cfg, steps, func(r labsteps.Result) {
+		results = labsteps.RunSteps(ctx, cfg, steps, func(r result.Result) {
 			if quiet && r.Pass {
 				return
 			}
@@ -223,26 +243,24 @@ func runSteps(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	return nil
 }
 
-func writeReports(o options, results []labsteps.Result, took time.Duration) error {
+func writeReports(o options, results []result.Result, took time.Duration) error {
 	write := func(path string, fn func(io.Writer) error) error {
 		if path == "" {
 			return nil
 		}
-		f, err := os.Create(path)
-		if err != nil {
-			return err
+		if !isDevice(path) {
+			// A new file renamed over the name: whatever was there is
+			// replaced, never written through.
+			return fresh.Replace(path, 0o644, fn)
 		}
-		if err := fn(f); err != nil {
-			f.Close()
-			return fmt.Errorf("write %s: %w", path, err)
-		}
-		return f.Close()
+		return writeDevice(path, fn)
 	}
 	return errors.Join(
-		write(o.results, func(w io.Writer) error { return labsteps.WriteGradescope(w, results, took) }),
-		write(o.junit, func(w io.Writer) error { return labsteps.WriteJUnit(w, results, took) }),
+		write(o.results, func(w io.Writer) error { return report.WriteGradescope(w, results, took) }),
+		write(o.junit, func(w io.Writer) error { return report.WriteJUnit(w, results, took) }),
+		write(o.jsonOut, func(w io.Writer) error { return result.Encode(w, results) }),
 		write(o.html, func(w io.Writer) error {
-			return labsteps.WriteHTML(w, labsteps.HTMLReport{Title: "snacklab lab report", Bin: o.bin, When: time.Now(),
+			return report.WriteHTML(w, report.HTMLReport{Title: "snacklab lab report", Bin: o.bin, When: time.Now(),
 				Took: took, Results: results})
 		}),
 	)
@@ -250,15 +268,15 @@ func writeReports(o options, results []labsteps.Result, took time.Duration) erro
 
 // calibrate measures how long the implementation takes to start and answer,
 // which every wait of the run is derived from, and says so.
-func calibrate(ctx context.Context, cfg labsteps.Config, stdout io.Writer) labsteps.Calibration {
+func calibrate(ctx context.Context, cfg labsteps.Config, stdout io.Writer) result.Calibration {
 	cal := cfg.Calibrate(ctx)
-	l := labsteps.DeriveLimits(cal, labsteps.LoadPerCore(), cfg.StepTimeout)
+	l := result.DeriveLimits(cal, harness.LoadPerCore(), cfg.StepTimeout)
 	fmt.Fprintf(stdout, "calibration: %s\ncalibration: each wait %v, step limit %v (floors ×%.1f for load)\n", cal, l.Wait, l.Step, l.Scale)
 	return cal
 }
 
 // timedOutNote says how many failures were time-outs rather than wrong answers.
-func timedOutNote(rs []labsteps.Result) string {
+func timedOutNote(rs []result.Result) string {
 	n := 0
 	for _, r := range rs {
 		if r.TimedOut {
@@ -271,7 +289,7 @@ func timedOutNote(rs []labsteps.Result) string {
 	return fmt.Sprintf(" (%d timed out: a wait ran out, not a wrong answer; re-run on a quieter machine)", n)
 }
 
-func countFailed(rs []labsteps.Result) int {
+func countFailed(rs []result.Result) int {
 	n := 0
 	for _, r := range rs {
 		if !r.Pass {
@@ -316,8 +334,8 @@ func maxD(ds []time.Duration) time.Duration {
 
 // reportFloor prints the run's wall time beside its floor: what the process
 // starts and commits it needed cost on this machine, measured right now.
-func reportFloor(ctx context.Context, cfg labsteps.Config, results []labsteps.Result, wall time.Duration, runs int, w io.Writer) error {
-	f, err := labsteps.MeasureFloor(ctx, cfg.Bin, cfg.WorkRoot, results)
+func reportFloor(ctx context.Context, cfg labsteps.Config, results []result.Result, wall time.Duration, runs int, w io.Writer) error {
+	f, err := harness.MeasureFloor(ctx, cfg.Bin, cfg.WorkRoot, results)
 	if err != nil {
 		return err
 	}
@@ -342,3 +360,54 @@ func reportFloor(ctx context.Context, cfg labsteps.Config, results []labsteps.Re
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// judgedOf is the identity --judged-uid and --judged-gid name, with this
+// lab as the step that drops to it before a traced program (nil: none).
+func judgedOf(o options) (*harness.Judged, error) {
+	return judgedIDs(o.judgedUID, o.judgedGID, "run")
+}
+
+// judgedIDs is judgedOf for the ids of any subcommand's --judged-uid and
+// --judged-gid (-1: not given); sub names it in the usage errors.
+func judgedIDs(uid, gid int, sub string) (*harness.Judged, error) {
+	if uid < 0 {
+		if gid >= 0 {
+			return nil, usageErr{fmt.Sprintf("--judged-gid needs --judged-uid. Try: lab %s --judged-uid 65533", sub)}
+		}
+		return nil, nil
+	}
+	if uid == 0 || uid > 1<<31 || gid > 1<<31 {
+		return nil, usageErr{fmt.Sprintf("--judged-uid %d: want a non-root uid. Try: lab %s --judged-uid 65533", uid, sub)}
+	}
+	if gid < 0 {
+		gid = uid
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("--judged-uid: the lab's own path: %w", err)
+	}
+	return &harness.Judged{UID: uint32(uid), GID: uint32(gid), Exec: []string{self, harness.JudgedExecCommand}}, nil
+}
+
+// writeDevice writes a device or pipe the caller named (a grading container
+// reads the results from /dev/stderr) as it is, never creating it.
+func writeDevice(path string, fn func(io.Writer) error) error {
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		return err
+	}
+	if err := fn(f); err != nil {
+		f.Close()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return f.Close()
+}
+
+// isDevice: path is under /dev, or names a device or a FIFO.
+func isDevice(path string) bool {
+	if strings.HasPrefix(filepath.Clean(path), "/dev/") {
+		return true
+	}
+	fi, err := os.Lstat(path)
+	return err == nil && fi.Mode()&(os.ModeDevice|os.ModeCharDevice|os.ModeNamedPipe) != 0
+}

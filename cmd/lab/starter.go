@@ -13,7 +13,6 @@ import (
 	"runtime"
 	"slices"
 	"strings"
-	"time"
 
 	"snacklab/internal/cliflag"
 	"snacklab/internal/starter"
@@ -27,7 +26,7 @@ every package, go.mod, go.sum, CONTRACT.md, docs and run-lab.sh, with each
 part a learner writes (the regions marked BEGIN SOLUTION … END SOLUTION in
 the reference) replaced by code that compiles and fails saying "not
 implemented". Left out: .git and other dot directories, bin/, and the
-mutants (labsteps/mutants/*.patch). See docs/selftest.md.
+mutants (labsteps/mutants/*.mutant). See docs/selftest.md.
 
 flags:
 `
@@ -113,6 +112,10 @@ var todoOrder = map[string]struct {
 	"classify": {6, ""},
 	"apply":    {7, ""},
 	"run-once": {8, "steps 2 durable, 6 run-once, 7 race, 8 crash"},
+	// Batched delivery is opt-in (sender --batch N): no lab step needs it.
+	"claim-batch":  {9, ""},
+	"finish-batch": {10, ""},
+	"run-batch":    {11, "sender --batch N (optional; no step needs it)"},
 }
 
 // inOrder sorts todos by todoOrder, keeping the copy's order otherwise.
@@ -129,7 +132,7 @@ func inOrder(todos []starter.Todo) []starter.Todo {
 }
 
 // groupLeftOut folds "path: why" lines with the same directory and reason
-// into one: "labsteps/mutants/{a.patch, b.patch, … (22)}: why".
+// into one: "labsteps/mutants/{a.mutant, b.mutant, … (22)}: why".
 func groupLeftOut(lines []string) []string {
 	type key struct{ dir, why string }
 	var order []key
@@ -187,7 +190,7 @@ const selftestUsage = `usage: lab selftest [flags] [MUTANT…]
 Proves the lab's checks: grades the reference (every step must pass), the
 learner's copy that ` + "`lab starter`" + ` writes (every step must fail saying "not
 implemented") and every mutant in labsteps/mutants (each must be rejected by
-every step its patch names), and prints a table and the line
+every step its mutant names), and prints a table and the line
   selftest: N/N mutants rejected, reference 8/8, starter 0/8
 Exit 0 only if everything went as expected. MUTANT names limit the mutants.
 See docs/selftest.md.
@@ -213,9 +216,10 @@ func runSelftest(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	fs.StringVar(&cfg.Work, "work", "", "parent `dir` of the copies and work dirs (default: the system temp dir)")
 	fs.BoolVar(&cfg.Keep, "keep", false, "keep the copies, executables and every step's work dir")
 	cliflag.IntVar(fs, &cfg.Builds, "jobs", runtime.NumCPU(), "builds at once")
-	cliflag.IntVar(fs, &cfg.Labs, "parallel", 2, "lab runs (8 steps each) at once")
+	cliflag.IntVar(fs, &cfg.Labs, "parallel", starter.DefaultLabs, "lab runs at once (a mutant's run has only the steps it names)")
+	fs.BoolVar(&cfg.AllSteps, "all-steps", false, "run every step against each mutant, not only those it names, and list the other steps that reject it too")
 	cliflag.IntVar(fs, &cfg.Repeat, "repeat", 1, "run the lab this many times per target; a target is as expected only if every run is")
-	fs.DurationVar(&cfg.StepTimeout, "timeout", 60*time.Second, "time limit of one step")
+	fs.DurationVar(&cfg.StepTimeout, "timeout", 0, "time limit of one step (default: derived from the calibration and the load, as `lab run` does; a loaded machine gets longer limits, not wrong answers)")
 	fs.BoolVar(&asJSON, "json", false, "print the report as one JSON object instead of the table")
 	fs.BoolVar(&verbose, "v", false, "also print a progress line as each target is built (one per target graded is always printed, to stderr)")
 	pos, err := parseInterleaved(fs, args)

@@ -128,10 +128,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			help(stdout, args[1], v)
 			return nil
 		}
-		fmt.Fprint(stdout, usage())
 		if len(args) == 0 {
+			// A usage error: exit 2 prints nothing on stdout (CONTRACT §3),
+			// so the usage goes to stderr with the error.
+			fmt.Fprint(stderr, usage())
 			return exitcode.Usagef("no verb given")
 		}
+		fmt.Fprint(stdout, usage())
 		if len(args) > 2 {
 			return exitcode.Usagef("help takes one verb. Try: queuectl help VERB")
 		}
@@ -171,6 +174,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err := cliflag.Check(fs); err != nil {
 		return fmt.Errorf("%s: %w", name, err)
 	}
+	if err := checkValues(fs); err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
 	e := &env{now: nowMs.Get(), json: *asJSON, stdout: stdout, stderr: stderr, dbPath: *dbPath}
 	if !nowMs.Given() {
 		e.now = time.Now().UnixMilli()
@@ -191,6 +197,28 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("%s: %w", name, err)
 	}
 	return nil
+}
+
+// valueChecks are the forms CONTRACT.md §1 gives the string flags, checked
+// with the integer ranges before the file is opened (§3: a bad value is
+// invalid input, exit 3, even when the file is missing).
+var valueChecks = map[string]func(string) error{
+	"id":      func(s string) error { return queue.CheckID("id", s) },
+	"owner":   func(s string) error { return queue.CheckID("owner", s) },
+	"note":    queue.CheckNote,
+	"outcome": func(s string) error { _, err := queue.ParseOutcome(s); return err },
+}
+
+// checkValues checks every string flag given on fs that has a form, in the
+// order of the flags' names, and returns the first failure.
+func checkValues(fs *flag.FlagSet) error {
+	var first error
+	fs.Visit(func(f *flag.Flag) {
+		if c := valueChecks[f.Name]; c != nil && first == nil {
+			first = c(f.Value.String())
+		}
+	})
+	return first
 }
 
 // isSet reports whether name was given on the command line, so a flag's

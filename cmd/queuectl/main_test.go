@@ -124,7 +124,10 @@ func TestBadInputExitsWithItsCodeAndWritesNothing(t *testing.T) {
 			if !strings.Contains(r.stderr, tc.stderr) {
 				t.Errorf("stderr = %q, want it to mention %q", r.stderr, tc.stderr)
 			}
-			if lines := strings.Count(strings.TrimSpace(r.stderr), "\n"); lines != 0 {
+			if r.stdout != "" {
+				t.Errorf("stdout = %q, want nothing: exit %d prints nothing on stdout", r.stdout, r.code)
+			}
+			if lines := strings.Count(strings.TrimSpace(r.stderr), "\n"); lines != 0 && tc.name != "no verb" { // no verb: the usage too
 				t.Errorf("stderr has %d lines, want one: %q", lines+1, r.stderr)
 			}
 			if strings.Contains(r.stderr, "panic") {

@@ -39,10 +39,11 @@ func init() {
 			}
 		}}
 
-	verbs["dead"] = verb{summary: "list quarantined jobs: id, reason, attempts, token, since when (never content)", needsDB: true,
+	verbs["dead"] = verb{summary: "list quarantined jobs: id, reason, attempts, token, since when, last evidence, investigation (never content)", needsDB: true,
 		setup: func(fs *flag.FlagSet) func(context.Context, *env) error {
 			reason := fs.String("reason", "", "only this reason: permanent, exhausted or deadline")
 			older := fs.Duration("older-than", 0, "only jobs dead for longer than this Go duration (90s, 2h), measured against --now-ms")
+			limit := cliflag.NewInt(fs, "limit", 0, 0, 1_000_000, "at most this many jobs, oldest first (0: all)")
 			return func(ctx context.Context, e *env) error {
 				r, err := ops.ParseReasonFilter(*reason)
 				if err != nil {
@@ -52,15 +53,18 @@ func init() {
 				if isSet(fs, "older-than") {
 					olderThan = older
 				}
-				jobs, err := ops.ListDead(ctx, e.q, r, olderThan, e.now)
+				jobs, err := ops.ListDead(ctx, e.q, r, olderThan, e.now, int(limit.Get()))
 				if err != nil {
+					return err
+				}
+				if _, err := ops.WithTrails(ctx, e.q, jobs); err != nil {
 					return err
 				}
 				return e.out(jobs, func(w io.Writer) { ops.WriteDeadTable(w, jobs) })
 			}
 		}}
 
-	verbs["alerts"] = verb{summary: "exit 22 with one line per threshold crossed (ids and reasons only); silent when all is well", needsDB: true,
+	verbs["alerts"] = verb{summary: "exit 22 with one line per threshold crossed (ids and reasons only); silent when all is well; with no threshold given, any dead job (--max-dead 0)", needsDB: true,
 		setup: func(fs *flag.FlagSet) func(context.Context, *env) error {
 			thresholds := thresholdFlags(fs, "alert")
 			return func(ctx context.Context, e *env) error {
@@ -69,7 +73,10 @@ func init() {
 					return err
 				}
 				if th.Empty() {
-					return exitcode.Usagef("give at least one of --max-dead, --max-oldest-age, --max-ratio. Try: queuectl alerts -h")
+					// The quarantine's point is that someone looks: by
+					// default any dead job is worth a line.
+					zero := int64(0)
+					th.MaxDead = &zero
 				}
 				breaches, err := ops.Evaluate(ctx, e.q, e.now, th)
 				if err != nil {

@@ -72,7 +72,7 @@ func TestOperatorVerbs(t *testing.T) {
 			`"counts":{"dead":6,"done":2,"leased":2,"pending":4}`,
 			`"dead_by_reason":{"deadline":1,"exhausted":3,"permanent":2}`,
 			`"dead_ratio":{"deadline":0.16666666666666666,"exhausted":0.5,"permanent":0.3333333333333333}`,
-			`"oldest_dead":{"id":"perm-1","reason":"permanent","attempts":1,"max_attempts":3,"token":1,"since_ms":2000,"age_ms":98000}`,
+			`"oldest_dead":{"id":"perm-1","reason":"permanent","attempts":1,"max_attempts":3,"token":1,"since_ms":2000,"age_ms":98000,"last_attempt":null,"investigation":null}`,
 			`"last_investigation_at":21000,"last_investigation_age_ms":79000,"investigations":2`,
 			`"redrives":6,"redriven":{"jobs":5,"done":1,"dead":1,"in_flight":3,"pending":2,"leased":1}`}, ""},
 		{"stats table", []string{"stats", now}, 0, []string{"dead                       6\n",
@@ -85,12 +85,13 @@ func TestOperatorVerbs(t *testing.T) {
 		{"stats prom and json", []string{"stats", now, "--prom", "--json"}, 2, nil, "queuectl: stats: usage: --prom and --json exclude each other. Try: queuectl stats -h\n"},
 
 		{"dead json", []string{"dead", now, "--json"}, 0, []string{
-			`[{"id":"perm-1","reason":"permanent","attempts":1,"max_attempts":3,"token":1,"since_ms":2000,"age_ms":98000},{"id":"perm-2",`,
-			`{"id":"rd-dead","reason":"exhausted","attempts":1,"max_attempts":1,"token":2,"since_ms":10000,"age_ms":90000}]` + "\n"}, ""},
+			`[{"id":"perm-1","reason":"permanent","attempts":1,"max_attempts":3,"token":1,"since_ms":2000,"age_ms":98000,"last_attempt":{"token":1,"attempt":1,"outcome":"permanent","status":null,"error":null,"at_ms":2000},"investigation":{"job_id":"perm-1","at_ms":20000,"note":"INC-7"}},{"id":"perm-2",`,
+			`{"id":"rd-dead","reason":"exhausted","attempts":1,"max_attempts":1,"token":2,"since_ms":10000,"age_ms":90000,"last_attempt":{"token":2,"attempt":1,"outcome":"retry","status":null,"error":null,"at_ms":10000},"investigation":null}]` + "\n"}, ""},
 		{"dead table", []string{"dead", now, "--reason", "permanent"}, 0, []string{
-			"ID      REASON     ATTEMPTS  TOKEN  DEAD SINCE                AGE\n",
-			"perm-1  permanent  1/3       1      1970-01-01T00:00:02.000Z  1m38s\n",
-			"perm-2  permanent  1/3       1      1970-01-01T00:00:03.000Z  1m37s\n"}, ""},
+			"ID      REASON     ATTEMPTS  TOKEN  DEAD SINCE                AGE    LAST EVIDENCE   INVESTIGATION\n",
+			"perm-1  permanent  1/3       1      1970-01-01T00:00:02.000Z  1m38s  #1 permanent -  INC-7\n",
+			"perm-2  permanent  1/3       1      1970-01-01T00:00:03.000Z  1m37s  #1 permanent -  -\n"}, ""},
+		{"dead limit", []string{"dead", now, "--json", "--limit", "1"}, 0, []string{`[{"id":"perm-1",`, `"investigation":{"job_id":"perm-1","at_ms":20000,"note":"INC-7"}}]` + "\n"}, ""},
 		{"dead at the age boundary", []string{"dead", now, "--json", "--older-than", "98s"}, 0, []string{"[]\n"}, ""},
 		{"dead 1ms under the boundary", []string{"dead", now, "--json", "--older-than", "97.999s"}, 0, []string{`[{"id":"perm-1",`}, ""},
 		{"dead none match", []string{"dead", now, "--older-than", "2h"}, 0, []string{"no dead jobs match\n"}, ""},
@@ -107,7 +108,7 @@ func TestOperatorVerbs(t *testing.T) {
 		{"alerts json", []string{"alerts", now, "--json", "--max-dead", "5"}, 22, []string{`{"breaches":[{"check":"max_dead","value":6,"threshold":5,"ids":["perm-1","perm-2","exh-1","exh-2","dl-1","rd-dead"],"more_ids":0,`,
 			`"message":"ALERT max-dead: 6 dead > 5 (permanent=2`, `"ok":false}`}, ""}, // > as is, not \u003e
 		{"alerts json quiet", []string{"alerts", now, "--json", "--max-dead", "6"}, 0, []string{`{"breaches":[],"ok":true}` + "\n"}, ""},
-		{"alerts without thresholds", []string{"alerts", now}, 2, nil, ""},
+		{"alerts without thresholds: any dead job", []string{"alerts", now}, 22, []string{"ALERT max-dead: 6 dead > 0 "}, "queuectl: alerts: 1 threshold(s) crossed\n"},
 		{"alerts bad ratio", []string{"alerts", now, "--max-ratio", "exhausted=2"}, 3, nil, ""},
 		{"alerts negative dead", []string{"alerts", now, "--max-dead", "-1"}, 3, nil, ""},
 

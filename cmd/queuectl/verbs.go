@@ -11,6 +11,7 @@ import (
 
 	"snacklab/internal/cliflag"
 	"snacklab/internal/exitcode"
+	"snacklab/internal/ops"
 	"snacklab/queue"
 )
 
@@ -66,8 +67,8 @@ func init() {
 					return exitcode.With(exitcode.Empty, errors.New("nothing claimable"))
 				}
 				return e.out(map[string]any{"claimed": true, "job": job}, func(w io.Writer) {
-					fmt.Fprintf(w, "%s leased to %s until %d with token %d (attempt %d of %d)\n",
-						job.ID, job.Owner, job.LeaseUntil, job.Token, job.Attempts, job.MaxAttempts)
+					fmt.Fprintf(w, "%s leased to %s until %s with token %d (attempt %d of %d)\n",
+						job.ID, job.Owner, ops.HumanTime(job.LeaseUntil, e.now), job.Token, job.Attempts, job.MaxAttempts)
 				})
 			}
 		}}
@@ -77,13 +78,18 @@ func init() {
 			id := fs.String("id", "", "order id (required)")
 			tokenFlag := cliflag.NewInt(fs, "token", 0, 0, math.MaxInt64, "fencing token of the grant (required)")
 			outcome := fs.String("outcome", "", "ok, retry or permanent (required)")
+			ev := evidenceFlags(fs)
 			return func(ctx context.Context, e *env) error {
 				o, err := queue.ParseOutcome(*outcome)
 				if err != nil {
 					return err
 				}
+				evidence, err := ev()
+				if err != nil {
+					return err
+				}
 				token := tokenFlag.Get()
-				job, applied, err := e.q.Finish(ctx, *id, token, o, e.now)
+				job, applied, err := e.q.Finish(ctx, *id, token, o, e.now, evidence)
 				if err != nil {
 					return err
 				}
@@ -92,8 +98,42 @@ func init() {
 					jv = job
 				}
 				if err := e.out(map[string]any{"applied": applied, "job": jv}, func(w io.Writer) {
-					if applied {
+					switch {
+					case applied && job.State == queue.Pending:
+						fmt.Fprintf(w, "%s is now pending, retried at %s\n", job.ID, ops.HumanTime(job.AvailableAt, e.now))
+					case applied:
 						fmt.Fprintf(w, "%s is now %s%s\n", job.ID, job.State, reasonSuffix(job))
+					default:
+						fmt.Fprintf(w, "not applied: token %d does not hold %s\n", token, *id)
+					}
+				}); err != nil {
+					return err
+				}
+				if !applied {
+					return exitcode.With(exitcode.NotApplied, fmt.Errorf("not applied: token %d does not hold %s", token, *id))
+				}
+				return nil
+			}
+		}}
+
+	verbs["attempt"] = verb{summary: "keep the evidence of an answer that decided nothing (BadAck, 3xx) under a token; the job stays leased (exit 12 when stale)", needsDB: true, required: []string{"id", "token", "error"},
+		setup: func(fs *flag.FlagSet) func(context.Context, *env) error {
+			id := fs.String("id", "", "order id (required)")
+			tokenFlag := cliflag.NewInt(fs, "token", 0, 1, cliflag.MaxExact, "fencing token of the grant (required)")
+			ev := evidenceFlags(fs)
+			return func(ctx context.Context, e *env) error {
+				evidence, err := ev()
+				if err != nil {
+					return err
+				}
+				token := tokenFlag.Get()
+				applied, err := e.q.NoteAttempt(ctx, *id, token, evidence, e.now)
+				if err != nil {
+					return err
+				}
+				if err := e.out(map[string]any{"applied": applied}, func(w io.Writer) {
+					if applied {
+						fmt.Fprintf(w, "%s token %d: kept %s; the job stays leased\n", *id, token, evidence)
 					} else {
 						fmt.Fprintf(w, "not applied: token %d does not hold %s\n", token, *id)
 					}
@@ -135,20 +175,7 @@ func init() {
 				if err != nil {
 					return err
 				}
-				return e.out(h, func(w io.Writer) {
-					j := h.Job
-					fmt.Fprintf(w, "%s qty=%d %s%s attempts=%d/%d token=%d available_at=%d deadline_at=%d\n",
-						j.ID, j.Qty, j.State, reasonSuffix(j), j.Attempts, j.MaxAttempts, j.Token, j.AvailableAt, j.DeadlineAt)
-					if j.State == queue.Leased {
-						fmt.Fprintf(w, "  leased to %s until %d\n", j.Owner, j.LeaseUntil)
-					}
-					for _, r := range h.Redrives {
-						fmt.Fprintf(w, "  redrive at %d: was %s with token %d, note %s\n", r.AtMs, r.PrevReason, r.PrevToken, r.Note)
-					}
-					for _, i := range h.Investigations {
-						fmt.Fprintf(w, "  investigated at %d, note %s\n", i.AtMs, i.Note)
-					}
-				})
+				return e.out(h, func(w io.Writer) { writeHistory(w, h, e.now) })
 			}
 		}}
 
@@ -172,7 +199,8 @@ func init() {
 		setup: func(fs *flag.FlagSet) func(context.Context, *env) error {
 			max := cliflag.NewInt(fs, "max", 20, 1, 10_000, "list at most this many problems")
 			return func(ctx context.Context, e *env) error {
-				problems, total, err := e.q.Check(ctx, int(max.Get()))
+				// On a snapshot: writers wait only for each step of its copy.
+				problems, total, _, err := e.q.CheckSnapshot(ctx, int(max.Get()), queue.SnapshotOptions{})
 				if err != nil {
 					return err
 				}
@@ -200,6 +228,50 @@ func init() {
 		}}
 
 	// "stats", "dead", "alerts" and "serve" are registered in ops.go.
+}
+
+// writeHistory prints a job, its attempts with their evidence, and its
+// audit trail for a person, every instant in ISO and relative to now.
+func writeHistory(w io.Writer, h queue.History, now int64) {
+	j := h.Job
+	fmt.Fprintf(w, "%s qty=%d %s%s attempts=%d/%d token=%d\n",
+		j.ID, j.Qty, j.State, reasonSuffix(j), j.Attempts, j.MaxAttempts, j.Token)
+	switch j.State {
+	case queue.Pending:
+		fmt.Fprintf(w, "  available at %s\n", ops.HumanTime(j.AvailableAt, now))
+	case queue.Leased:
+		fmt.Fprintf(w, "  leased to %s until %s\n", j.Owner, ops.HumanTime(j.LeaseUntil, now))
+	case queue.Done, queue.Dead:
+		fmt.Fprintf(w, "  %s at %s\n", j.State, ops.HumanTime(j.UpdatedAt, now))
+	}
+	if j.State == queue.Pending || j.State == queue.Leased {
+		fmt.Fprintf(w, "  deadline %s\n", ops.HumanTime(j.DeadlineAt, now))
+	}
+	for _, a := range h.Attempts {
+		fmt.Fprintf(w, "  attempt %s (token %d)\n", ops.AttemptText(a, now), a.Token)
+	}
+	for _, r := range h.Redrives {
+		fmt.Fprintf(w, "  redrive at %s: was %s with token %d, note %s\n", ops.HumanTime(r.AtMs, now), r.PrevReason, r.PrevToken, r.Note)
+	}
+	for _, i := range h.Investigations {
+		fmt.Fprintf(w, "  investigated at %s, note %s\n", ops.HumanTime(i.AtMs, now), i.Note)
+	}
+}
+
+// evidenceFlags defines --status and --error (CONTRACT.md §3, finish
+// evidence) and returns what reads them.
+func evidenceFlags(fs *flag.FlagSet) func() (queue.Evidence, error) {
+	status := cliflag.NewInt(fs, "status", 0, 0, 599, "evidence: the HTTP status of the attempt (100-599; 0 or absent: no answer)")
+	class := fs.String("error", "", "evidence: why it failed, one of timeout refused reset closed transport http 3xx badack")
+	return func() (queue.Evidence, error) {
+		ev := queue.Evidence{Status: int(status.Get())}
+		c, err := queue.ParseErrorClass(*class)
+		if err != nil {
+			return ev, err
+		}
+		ev.Error = c
+		return ev, ev.Check()
+	}
 }
 
 func reasonSuffix(j queue.Job) string {

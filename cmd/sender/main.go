@@ -30,7 +30,7 @@ func main() {
 	os.Exit(report(err, os.Stderr))
 }
 
-const synopsis = "sender run-once|run --db FILE --url URL --owner NAME [--lease-ms 30000] [--now-ms N] [--timeout-ms 5000] [--busy-timeout-ms 5000] [--exit-after-receipt CODE] [--json]"
+const synopsis = "sender run-once|run --db FILE --url URL --owner NAME [--lease-ms 30000] [--now-ms N] [--timeout-ms 5000] [--busy-timeout-ms 5000] [--exit-after-receipt CODE] [--batch 1] [--json]"
 
 // report prints err as one line and returns its exit code. "Nothing
 // claimable" is an answer, not a failure, and the events already said it.
@@ -46,6 +46,7 @@ func report(err error, stderr io.Writer) int {
 type senderFlags struct {
 	dbPath, rawURL, owner                        *string
 	leaseMs, nowMs, timeoutMs, busyMs, exitAfter *cliflag.Int
+	batch                                        *cliflag.Int
 	asJSON                                       *bool
 }
 
@@ -62,6 +63,7 @@ func flags(name string) (*flag.FlagSet, senderFlags) {
 	f.timeoutMs = cliflag.NewInt(fs, "timeout-ms", 5000, 1, queue.MaxLease, "bound on one POST, ms")
 	f.busyMs = cliflag.NewInt(fs, "busy-timeout-ms", 5000, 0, queue.MaxLease, "how long to wait for another process's lock, ms (0: 5000)")
 	f.exitAfter = cliflag.NewInt(fs, "exit-after-receipt", 0, 1, 125, "exit with this code right after the response is read, before classifying or finishing")
+	f.batch = cliflag.NewInt(fs, "batch", 1, 1, queue.MaxBatch, "claim, deliver and finish up to this many jobs per claim and per finish transaction (1: one job at a time)")
 	f.asJSON = fs.Bool("json", false, "print events as JSON lines")
 	return fs, f
 }
@@ -143,6 +145,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, exit func
 		Timeout: time.Duration(timeoutMs) * time.Millisecond,
 		Events:  stdout,
 		Human:   !*asJSON,
+		Batch:   int(f.batch.Get()),
 	}
 	if set["now-ms"] {
 		held := f.nowMs.Get()
@@ -159,11 +162,27 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, exit func
 		}
 		return nil
 	}
-	res, err := s.RunOnce(ctx)
+	return runOnce(ctx, s)
+}
+
+// runOnce is run-once: one job, or with --batch one batch; nothing
+// claimable is exit 13.
+func runOnce(ctx context.Context, s *sender.Sender) error {
+	claimed := false
+	var err error
+	if s.Batch > 1 {
+		var res []sender.Result
+		res, err = s.RunBatch(ctx)
+		claimed = len(res) > 0
+	} else {
+		var res sender.Result
+		res, err = s.RunOnce(ctx)
+		claimed = res.Claimed
+	}
 	if err != nil {
 		return fmt.Errorf("run-once: %w", withCode(err))
 	}
-	if !res.Claimed {
+	if !claimed {
 		return errNothingClaimable
 	}
 	return nil

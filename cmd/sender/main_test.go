@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -304,6 +305,9 @@ func TestBadInput(t *testing.T) {
 		{"timeout over a day", ok("--timeout-ms", "86400001"), 3},
 		{"negative busy timeout", ok("--busy-timeout-ms", "-1"), 3},
 		{"busy timeout over a day", ok("--busy-timeout-ms", "86400001"), 3},
+		{"batch zero", ok("--batch", "0"), 3},
+		{"batch over the bound", ok("--batch", "1001"), 3},
+		{"batch malformed", ok("--batch", "08"), 2},
 		{"db missing", []string{"run-once", "--db", missing, "--url", srv.URL, "--owner", "A"}, 4},
 		{"db garbage", []string{"run", "--db", garbage, "--url", srv.URL, "--owner", "A"}, 5},
 		{"db empty file", []string{"run-once", "--db", empty, "--url", srv.URL, "--owner", "A"}, 5},
@@ -535,5 +539,54 @@ func TestRunStopsAfterCurrentJobOnSIGTERM(t *testing.T) {
 	lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
 	if last := lines[len(lines)-1]; !strings.HasPrefix(last, `{"event":"finished"`) {
 		t.Errorf("last event = %s, want a finished event (the queue was not drained)", last)
+	}
+}
+
+// --batch N: run-once delivers one batch (a claiming, then a claimed, a
+// response and a finished per job, in the claim's order) and exits 0; run
+// goes on batch after batch until the empty claim; an empty queue is exit
+// 13 for run-once, as without --batch.
+func TestBatchEvents(t *testing.T) {
+	lu := strconv.FormatInt(now+lease, 10)
+	lines := func(ids ...string) []string {
+		out := []string{`{"event":"claiming","owner":"A"}`}
+		for _, id := range ids {
+			out = append(out, `{"event":"claimed","id":"`+id+`","qty":7,"token":1,"attempt":1,"lease_until":`+lu+`}`)
+		}
+		for _, id := range ids {
+			out = append(out, `{"event":"response","id":"`+id+`","token":1,"status":200,"ack":true}`)
+		}
+		for _, id := range ids {
+			out = append(out, `{"event":"finished","id":"`+id+`","token":1,"class":"ok","applied":true,"state":"done","reason":null}`)
+		}
+		return out
+	}
+	empty := []string{`{"event":"claiming","owner":"A"}`, `{"event":"empty"}`}
+	for _, tc := range []struct {
+		name     string
+		verb     string
+		jobs     []string
+		wantCode int
+		want     []string
+	}{
+		{"run-once delivers one batch", "run-once", []string{"o-1", "o-2", "o-3"}, 0, lines("o-1", "o-2")},
+		{"run delivers batch after batch", "run", []string{"o-1", "o-2", "o-3"}, 0,
+			slices.Concat(lines("o-1", "o-2"), lines("o-3"), empty)},
+		{"run-once on an empty queue", "run-once", nil, 13, empty},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			db, q := newQueue(t, tc.jobs...)
+			srv := newReceiver(t, 200, `{"ack":true}`)
+			stdout, stderr, code := runSender(t, senderArgs(tc.verb, db, srv.URL, "A", "--batch", "2")...)
+			if code != tc.wantCode || stderr != "" {
+				t.Fatalf("exit code = %d, stderr %q; want %d and nothing", code, stderr, tc.wantCode)
+			}
+			if got, want := stdout, strings.Join(tc.want, "\n")+"\n"; got != want {
+				t.Errorf("stdout =\n%s\nwant\n%s", got, want)
+			}
+			if len(tc.jobs) > 0 && getJob(t, q, "o-2").State != queue.Done {
+				t.Errorf("o-2 is %s, want done", getJob(t, q, "o-2").State)
+			}
+		})
 	}
 }

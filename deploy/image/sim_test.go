@@ -8,6 +8,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io/fs"
+	"maps"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -462,7 +464,9 @@ func checkScores(t *testing.T, results, sub string, cohort map[string]string) {
 		for _, x := range raw.Tests {
 			r.MaxScore += x.MaxScore
 		}
-		if full := r.Score == r.MaxScore && r.MaxScore > 0; full != (kind == "ref") {
+		// Parts split a step's points (40 over 3 parts), so their sum is
+		// the step's points only to within rounding.
+		if full := math.Abs(r.Score-r.MaxScore) < 1e-6 && r.MaxScore > 0; full != (kind == "ref") {
 			t.Errorf("%s (%s): scored %g of %g; want full marks for the reference only", name, kind, r.Score, r.MaxScore)
 		}
 	}
@@ -488,7 +492,7 @@ var volatile = []*regexp.Regexp{
 	regexp.MustCompile(`"(took|duration)(_ms|_s)?":\s*[0-9.e+-]+`),
 	regexp.MustCompile(`time="[0-9.]+"`),
 	regexp.MustCompile(`timestamp="[^"]*"`),
-	regexp.MustCompile(`\b[0-9]+(\.[0-9]+)?\s?(ms|s)\b`),
+	regexp.MustCompile(` *\b[0-9]+(\.[0-9]+)?\s?(ms|s)\b`), // with the padding of a right-aligned time
 	regexp.MustCompile(`\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2}| UTC)?`),
 }
 
@@ -532,10 +536,29 @@ func compare(t *testing.T, want, got string) {
 		return m
 	}
 	w, g := files(want), files(got)
+	// A step that ran out of time on a loaded machine is TIMEOUT, scored 0
+	// and never a wrong answer: its submission's grades
+	// depend on the load, not on the sharding. Such a submission, and the
+	// cohort tables that sum it, are compared for presence only.
+	timedOut := map[string]bool{}
+	for _, m := range []map[string][]byte{w, g} {
+		for name, b := range m {
+			if sub, _, nested := strings.Cut(name, string(filepath.Separator)); nested && bytes.Contains(b, []byte("TIMEOUT")) {
+				timedOut[sub] = true
+			}
+		}
+	}
+	if len(timedOut) > 0 {
+		t.Logf("a step of %v timed out on this loaded machine: those submissions and the cohort tables are compared for presence only", slices.Sorted(maps.Keys(timedOut)))
+	}
 	for name, wb := range w {
 		gb, ok := g[name]
 		if !ok {
 			t.Errorf("%s: in the unsharded grading, not in the merged one", name)
+			continue
+		}
+		sub, _, nested := strings.Cut(name, string(filepath.Separator))
+		if len(timedOut) > 0 && (!nested || timedOut[sub]) {
 			continue
 		}
 		if nw, ng := normalize(wb), normalize(gb); !bytes.Equal(nw, ng) {

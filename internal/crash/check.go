@@ -26,6 +26,25 @@ const (
 	InvRestart   = "restart-works"            // the programs start again on the files a crash left
 )
 
+// InvariantClauses maps each invariant, and the power cut's InvAnswered, to
+// the CONTRACT.md clauses it judges: a violation breaks one of them. The
+// clause registry (labsteps/clauses) counts these as checks of the clauses.
+var InvariantClauses = map[string][]string{
+	InvAccepted:  {"§2.enqueue.durable", "§2.state.keep"},
+	InvStock:     {"§5.new", "§5.dup"},
+	InvReceived:  {"§4.class.ok"},
+	InvTokens:    {"§2.claim.grant", "§2.redrive.token"},
+	InvRedrive:   {"§2.redrive.atomic", "§2.redrive.audit"},
+	InvIntegrity: {"§2.atomic"},
+	InvLeases:    {"§2.claim.expiry"},
+	InvFields:    {"§2.state.owner-lease", "§2.state.reason"},
+	InvDurable:   {"§2.enqueue.durable", "§2.durable"},
+	InvAtomic:    {"§2.atomic", "§4.batch.claim", "§4.batch.finish"},
+	InvDrain:     {"§2.claim.expiry", "§2.claim.due"},
+	InvRestart:   {"§2.atomic", "§3.read-only.hot-journal"},
+	InvAnswered:  {"§2.enqueue.durable", "§2.durable", "§5.durable"},
+}
+
 // Violation is one invariant broken after one crash point.
 type Violation struct {
 	Program   string `json:"program"`

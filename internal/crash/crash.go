@@ -20,7 +20,8 @@ import (
 	"strings"
 	"time"
 
-	"snacklab/internal/systrace"
+	"snacklab/labsteps/harness"
+	"snacklab/labsteps/systrace"
 )
 
 // Config says what to run.
@@ -36,8 +37,19 @@ type Config struct {
 	// Seed and Kills configure the soak; Kills 0 skips it.
 	Seed  int64
 	Kills int
+	// Batch, above 1, runs the sender story and the soak's senders in
+	// batched delivery (sender --batch Batch, CONTRACT.md §4.batch): opt-in,
+	// since an implementation need not have it.
+	Batch int
 	// Progress receives one line per crash point and soak milestone.
 	Progress func(line string)
+	// Judged, when set, is the identity every program under test runs as
+	// (lab crash --judged-uid; a grading container, docs/isolation.md):
+	// the lab, the judge, traces and kills them and keeps their output
+	// where they cannot write, as lab run does. Its Exec is the judged-exec
+	// step the tracer starts each traced program through. nil: the
+	// programs run as the lab.
+	Judged *harness.Judged
 }
 
 // Point is one crash point and what came of it.
@@ -67,6 +79,7 @@ type Report struct {
 	OK         bool            `json:"ok"`
 	Bin        string          `json:"bin"`
 	Seed       int64           `json:"seed"`
+	Batch      int             `json:"batch,omitempty"` // the senders' --batch, when above 1
 	Programs   []ProgramReport `json:"programs"`
 	Points     []Point         `json:"points"`
 	Violations []Violation     `json:"violations"`
@@ -107,25 +120,31 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if cfg.Point > 0 && len(sel) != 1 {
 		return nil, errors.New("a crash point is replayed for one program: name it")
 	}
-	if err := probe(cfg.Bin); err != nil {
+	if err := probe(cfg.Bin, cfg.Judged); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrNoTracing, err)
 	}
-	work, err := os.MkdirTemp(cfg.Work, "snacklab-crash-*")
+	work, err := workDir(cfg.Work, "snacklab-crash-*", cfg.Judged)
 	if err != nil {
 		return nil, err
 	}
 	rep := &Report{Bin: cfg.Bin, Seed: cfg.Seed, Points: []Point{}, Violations: []Violation{}}
+	if cfg.Batch > 1 {
+		rep.Batch = cfg.Batch
+	}
 	if cfg.Keep || cfg.Point > 0 {
 		rep.Work = work
 	} else {
 		defer os.RemoveAll(work)
 	}
-	rep.FloorS = floor(ctx, cfg.Bin).Seconds()
+	rep.FloorS = floor(ctx, cfg.Bin, cfg.Judged).Seconds()
 
 	var pointTime time.Duration
 	for _, name := range sel {
 		st := stories[name]
 		st.name = name
+		if name == "sender" && cfg.Batch > 1 {
+			st = batchStory(cfg.Batch)
+		}
 		pr := ProgramReport{Program: name, Title: st.title, Durable: "not judged"}
 		t1 := time.Now()
 		first, last := 1, 0 // last 0: until a run is not hit
@@ -191,6 +210,22 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	return rep, nil
 }
 
+// workDir makes the run's work dir under parent. With a judged identity it
+// is 0711: the judged reach their dirs in it but cannot list it.
+func workDir(parent, pattern string, j *harness.Judged) (string, error) {
+	work, err := os.MkdirTemp(parent, pattern)
+	if err != nil {
+		return "", err
+	}
+	if j != nil {
+		if err := os.Chmod(work, 0o711); err != nil {
+			os.RemoveAll(work)
+			return "", err
+		}
+	}
+	return work, nil
+}
+
 // Line is the program's one line for people.
 func (p ProgramReport) Line() string {
 	verdict := "ok"
@@ -213,7 +248,7 @@ type completeRun struct {
 // (it has fewer than n crash points), it returns the judgement of that
 // complete run instead.
 func runPoint(ctx context.Context, cfg Config, st story, n int, dir string) (Point, *completeRun, int, error) {
-	w, err := newWorld(ctx, cfg.Bin, dir)
+	w, err := newWorld(ctx, cfg.Bin, dir, cfg.Judged)
 	if err != nil {
 		return Point{}, nil, 0, err
 	}
@@ -232,7 +267,7 @@ func runPoint(ctx context.Context, cfg Config, st story, n int, dir string) (Poi
 	if err != nil {
 		return Point{}, nil, w.procs, err
 	}
-	replay := fmt.Sprintf("lab crash --bin %s --program %s --at %d", cfg.Bin, st.name, n)
+	replay := strings.Join(append([]string{"lab crash --bin", cfg.Bin, "--program", st.name, "--at", ms(int64(n))}, batchArgs(cfg)...), " ")
 	pt := Point{Program: st.name, N: n, OK: true}
 	var vs []vio
 	if k.Hit == nil {
@@ -242,14 +277,16 @@ func runPoint(ctx context.Context, cfg Config, st story, n int, dir string) (Poi
 			c.violations = append(c.violations, Violation{Program: st.name, N: 0, Invariant: InvRestart,
 				Detail: fmt.Sprintf("the story's %s, not killed, ended %s: %s", st.title, res, firstLine(res.Stderr)), Replay: replay})
 			c.durable = "not judged (the run failed)"
-		} else if msg, call := judgeDurable(w, st, &k); msg != "" {
+		} else if msg, call := judgeDurable(w, st, &k, res.StdoutFile); msg != "" {
 			c.durable = msg
 			c.violations = append(c.violations, Violation{Program: st.name, Call: call, Invariant: InvDurable, Detail: msg, Replay: replay})
 		}
 		return Point{}, c, w.procs, nil
 	}
 	pt.Call, pt.File = k.Hit.Name, w.role(k.Hit.Path)
-	if err := w.atomic(st); err != nil {
+	if err := w.atomic(st); errors.Is(err, errUnreadable) {
+		vs = append(vs, vio{InvRestart, err.Error()})
+	} else if err != nil {
 		vs = append(vs, vio{InvAtomic, err.Error()})
 	}
 	if st.after != nil {
@@ -275,11 +312,19 @@ func runPoint(ctx context.Context, cfg Config, st story, n int, dir string) (Poi
 // the acceptance, the redrive, the finish (the sender's `finished` event,
 // its last line), the receiver's response. Earlier lines (the sender's
 // `claimed`) are not judged: the contract does not say when they come.
-func judgeDurable(w *world, st story, k *systrace.Killed) (msg, call string) {
+//
+// The answers on stdout are the writes to stdoutFile, the file the program
+// was given, by any process of its tree: a shim's or a wrapper's command
+// substitution writes to a descriptor 1 of its own.
+func judgeDurable(w *world, st story, k *systrace.Killed, stdoutFile string) (msg, call string) {
 	t := k.Trace()
+	report := st.report
+	if st.name != "receiver" && stdoutFile != "" {
+		report = systrace.ToFile(stdoutFile)
+	}
 	var reports []int
 	for i, c := range t.Calls {
-		if st.report(c) {
+		if report(c) {
 			reports = append(reports, i)
 		}
 	}
@@ -339,8 +384,14 @@ func (w *world) drain(now int64, redriveDead bool) (int64, error) {
 // probe runs `queuectl backoff` (no file) under the tracer: ptrace may be
 // forbidden here (a container without CAP_SYS_PTRACE). strace itself is
 // not needed.
-func probe(bin string) error {
-	p, err := systrace.KillAt([]string{filepath.Join(bin, "queuectl"), "backoff", "--id", "o-1", "--attempt", "1"}, systrace.KillOptions{})
+// With a judged identity the probe also starts it through the judged-exec
+// step, so a lab that cannot change identity fails here, not at a point.
+func probe(bin string, j *harness.Judged) error {
+	argv, err := j.TracedArgv(filepath.Join(bin, "queuectl"))
+	if err != nil {
+		return err
+	}
+	p, err := systrace.KillAt(append(argv, "backoff", "--id", "o-1", "--attempt", "1"), systrace.KillOptions{Dir: os.TempDir(), Env: j.Env()})
 	if err != nil {
 		return err
 	}
@@ -353,8 +404,9 @@ func probe(bin string) error {
 
 // floor is one process start here and now: the median of 5 starts of
 // `queuectl backoff`, which opens no file.
-func floor(ctx context.Context, bin string) time.Duration {
-	w := &world{ctx: ctx, bin: bin, accepted: map[string]int64{}, redriveOK: map[string]int{}, redriveKilled: map[string]int{}, logs: os.TempDir()}
+func floor(ctx context.Context, bin string, j *harness.Judged) time.Duration {
+	w := &world{ctx: ctx, bin: bin, judged: j, accepted: map[string]int64{}, redriveOK: map[string]int{}, redriveKilled: map[string]int{},
+		logs: os.TempDir(), cwd: os.TempDir()}
 	var ds []time.Duration
 	for range 5 {
 		t := time.Now()

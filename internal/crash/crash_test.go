@@ -95,6 +95,39 @@ func TestReferenceEnqueue(t *testing.T) {
 	}
 }
 
+// In batched delivery (--batch 3) the reference survives every crash point
+// of one `sender run-once --batch 3` and a short soak of batched senders:
+// the claim, each of the three POSTs and the one finish of three jobs.
+func TestReferenceBatchedSender(t *testing.T) {
+	bin := reference(t)
+	rep := run(t, crash.Config{Bin: bin, Work: t.TempDir(), Programs: []string{"sender"}, Batch: 3, Seed: 5, Kills: 10})
+	if !rep.OK || len(rep.Violations) != 0 {
+		var b bytes.Buffer
+		rep.WriteText(&b)
+		t.Fatalf("the reference broke an invariant in batched delivery:\n%s", b.String())
+	}
+	if got, want := rep.Programs[0].Title, "sender run-once --batch 3 (claim 3, POST each, finish 3)"; got != want {
+		t.Errorf("title = %q, want %q", got, want)
+	}
+	sends := 0
+	for _, p := range rep.Points {
+		if p.File == "socket" {
+			sends++
+		}
+	}
+	// Two commits (claim, finish) of at least five crash points each, and a
+	// send per POST.
+	if got := len(rep.Points); got < 10+3 || sends < 3 {
+		t.Errorf("%d crash points, %d of them socket sends; want at least 13 and 3", got, sends)
+	}
+	if rep.Programs[0].Durable != "ok" {
+		t.Errorf("durable = %q, want ok", rep.Programs[0].Durable)
+	}
+	if rep.Batch != 3 || rep.Soak == nil || rep.Soak.Batch != 3 || rep.Soak.Kills != 10 || !strings.Contains(rep.Soak.Line(), "senders --batch 3") {
+		t.Errorf("report batch %d, soak %+v: want both batched by 3, 10 kills", rep.Batch, rep.Soak)
+	}
+}
+
 // --at replays one crash point and keeps its files.
 func TestReplayOnePoint(t *testing.T) {
 	bin := reference(t)

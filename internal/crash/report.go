@@ -8,12 +8,12 @@ import (
 	"strings"
 	"time"
 
-	"snacklab/labsteps"
+	labresult "snacklab/labsteps/result"
 )
 
 // Step describes `lab crash` as a lab step, for the reports the lab's
 // encoders write (Gradescope results.json, JUnit) and for `lab grade`.
-var Step = labsteps.Step{Num: 9, Slug: "crash", Title: "Crash-restart at every crash point",
+var Step = labresult.Step{Num: 9, Slug: "crash", Title: "Crash-restart at every crash point",
 	Checks: "each program of the order story (enqueue, sender run-once, the receiver handling a POST, redrive, finish) " +
 		"is killed at every sync, write to a SQLite file, socket send and journal removal in turn; after each kill the story " +
 		"restarts what it needs, drains the queue and checks: every accepted order exists once with its qty, stock matches the " +
@@ -23,11 +23,11 @@ var Step = labsteps.Step{Num: 9, Slug: "crash", Title: "Crash-restart at every c
 		"transactions, loses or doubles an order only when a crash hits that gap, which no hand-picked kill point finds."}
 
 // Result renders the report as one lab step result, so the lab's own
-// encoders (labsteps.WriteGradescope, WriteJUnit) can write it.
-func (rep *Report) Result() labsteps.Result {
-	r := labsteps.Result{Step: Step, Pass: rep.OK, Took: time.Duration(rep.TookS * float64(time.Second))}
+// encoders (report.WriteGradescope, WriteJUnit) can write it.
+func (rep *Report) Result() labresult.Result {
+	r := labresult.Result{Step: Step, Pass: rep.OK, Took: time.Duration(rep.TookS * float64(time.Second))}
 	for _, p := range rep.Programs {
-		c := labsteps.Check{What: fmt.Sprintf("%s survives a crash at each of its %d crash points", p.Title, p.Points),
+		c := labresult.Check{What: fmt.Sprintf("%s survives a crash at each of its %d crash points", p.Title, p.Points),
 			Expected: "0 violations, answers durable", Observed: fmt.Sprintf("%d violation(s), durable answers: %s", p.Violations, p.Durable),
 			Why: Step.Why, OK: p.Violations == 0 && p.Error == ""}
 		if p.Error != "" {
@@ -40,7 +40,7 @@ func (rep *Report) Result() labsteps.Result {
 		r.Checks = append(r.Checks, c)
 	}
 	if s := rep.Soak; s != nil {
-		c := labsteps.Check{What: fmt.Sprintf("the system survives %d random SIGKILLs (seed %d)", s.Kills, s.Seed),
+		c := labresult.Check{What: fmt.Sprintf("the system survives %d random SIGKILLs (seed %d)", s.Kills, s.Seed),
 			Expected: "every accepted job done, 0 lost, 0 doubled, integrity ok", Observed: s.Line(), Why: Step.Why,
 			OK: len(s.Violations) == 0}
 		if len(s.Violations) > 0 {
@@ -183,7 +183,8 @@ func (rep *Report) WriteHTML(w io.Writer) error {
 	return htmlTmpl.Execute(w, rep)
 }
 
-var htmlTmpl = template.Must(template.New("crash").Funcs(template.FuncMap{"mul": func(a, b float64) float64 { return a * b }}).Parse(`<!doctype html>
+var htmlTmpl = template.Must(template.New("crash").Funcs(template.FuncMap{"mul": func(a, b float64) float64 { return a * b },
+	"contract": func() string { return labresult.ContractText }}).Parse(`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>snacklab lab crash</title>
 <style>
 body{font:15px/1.45 system-ui,sans-serif;margin:2rem auto;max-width:1200px;padding:0 1rem;color:#222}
@@ -193,7 +194,7 @@ table{border-collapse:collapse;margin:1rem 0}td,th{padding:.3rem .6rem;border-bo
 pre{white-space:pre-wrap;font-size:.85em;background:#fafafa;padding:.6rem;border:1px solid #eee}
 </style></head><body>
 <h1>lab crash: {{if .OK}}<span class="ok">0 violations</span>{{else}}<span class="bad">{{len .Violations}} violation(s)</span>{{end}}</h1>
-<p>Executables <code>{{.Bin}}</code>; {{printf "%.1f" .TookS}} s; {{.Procs}} processes; one crash point took {{printf "%.3f" .PerPointS}} s, one process start {{printf "%.1f" (mul .FloorS 1000)}} ms.</p>
+<p>Executables <code>{{.Bin}}</code>, graded against {{contract}}; {{printf "%.1f" .TookS}} s; {{.Procs}} processes; one crash point took {{printf "%.3f" .PerPointS}} s, one process start {{printf "%.1f" (mul .FloorS 1000)}} ms.</p>
 <h2>Crash points by program and system call</h2>
 <div class="pic">{{.SVG}}</div>
 <table><tr><th>program</th><th>crash points</th><th>violations</th><th>answers durable</th><th>time</th></tr>

@@ -5,9 +5,8 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"os/exec"
-	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -17,6 +16,7 @@ import (
 // SoakReport is the random soak's outcome.
 type SoakReport struct {
 	Seed     int64          `json:"seed"`
+	Batch    int            `json:"batch,omitempty"` // the senders' --batch, when above 1
 	Kills    int            `json:"kills"`
 	ByKind   map[string]int `json:"kills_by_kind"` // sender, receiver, enqueue, redrive
 	Accepted int            `json:"accepted"`
@@ -38,8 +38,12 @@ func (s *SoakReport) Line() string {
 	if len(s.Violations) > 0 {
 		verdict = fmt.Sprintf("%d VIOLATION(S)", len(s.Violations))
 	}
-	return fmt.Sprintf("crash: soak     %d kills (seed %d; %.1f kills/s; sender %d, receiver %d, enqueue %d, redrive %d), %d accepted, %d done, %d lost, %d doubled, %d integrity failures: %s (%.1fs)",
-		s.Kills, s.Seed, s.KillsPerS, s.ByKind["sender"], s.ByKind["receiver"], s.ByKind["enqueue"], s.ByKind["redrive"],
+	batch := ""
+	if s.Batch > 1 {
+		batch = fmt.Sprintf("senders --batch %d; ", s.Batch)
+	}
+	return fmt.Sprintf("crash: soak     %d kills (%sseed %d; %.1f kills/s; sender %d, receiver %d, enqueue %d, redrive %d), %d accepted, %d done, %d lost, %d doubled, %d integrity failures: %s (%.1fs)",
+		s.Kills, batch, s.Seed, s.KillsPerS, s.ByKind["sender"], s.ByKind["receiver"], s.ByKind["enqueue"], s.ByKind["redrive"],
 		s.Accepted, s.Done, s.Lost, s.Doubled, s.Integrity, verdict, s.TookS)
 }
 
@@ -63,7 +67,10 @@ func Soak(ctx context.Context, cfg Config, dir string, progress func(string)) (*
 	t1 := time.Now()
 	rng := rand.New(rand.NewPCG(uint64(cfg.Seed), 0x5eed))
 	rep := &SoakReport{Seed: cfg.Seed, ByKind: map[string]int{}}
-	w, err := newWorld(ctx, cfg.Bin, dir)
+	if cfg.Batch > 1 {
+		rep.Batch = cfg.Batch
+	}
+	w, err := newWorld(ctx, cfg.Bin, dir, cfg.Judged)
 	if err != nil {
 		return nil, err
 	}
@@ -84,10 +91,9 @@ func Soak(ctx context.Context, cfg Config, dir string, progress func(string)) (*
 	tick := func() int64 { return clock.Add(250) }
 	// launch runs one process to its end, where the killer can see it.
 	launch := func(kind, prog string, args ...string) result {
-		cmd := exec.CommandContext(ctx, filepath.Join(w.bin, prog), args...)
+		cmd := w.command(ctx, prog, args...)
 		var stdout, stderr bytes.Buffer
-		cmd.Stdout, cmd.Stderr, cmd.Dir = &stdout, &stderr, w.logs
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
 		if err := cmd.Start(); err != nil {
 			return result{Argv: append([]string{prog}, args...), Code: -1, Signal: "never started"}
 		}
@@ -131,8 +137,8 @@ func Soak(ctx context.Context, cfg Config, dir string, progress func(string)) (*
 		go func() {
 			defer wg.Done()
 			for k := 0; !stopped(); k++ {
-				launch("sender", "sender", "run-once", "--db", w.q, "--url", url(), "--owner", fmt.Sprintf("S%d-%d", s, k),
-					"--json", "--now-ms", ms(tick()), "--lease-ms", "2000")
+				launch("sender", "sender", append([]string{"run-once", "--db", w.q, "--url", url(), "--owner", fmt.Sprintf("S%d-%d", s, k),
+					"--json", "--now-ms", ms(tick()), "--lease-ms", "2000"}, batchArgs(cfg)...)...)
 			}
 		}()
 	}
@@ -251,7 +257,7 @@ func Soak(ctx context.Context, cfg Config, dir string, progress func(string)) (*
 		vs = append(vs, vio{InvDrain, err.Error()})
 	}
 	vs = append(vs, w.check(now)...)
-	replay := fmt.Sprintf("lab crash --bin %s --program none --seed %d --kills %d", cfg.Bin, cfg.Seed, cfg.Kills)
+	replay := strings.Join(append([]string{fmt.Sprintf("lab crash --bin %s --program none --seed %d --kills %d", cfg.Bin, cfg.Seed, cfg.Kills)}, batchArgs(cfg)...), " ")
 	for _, v := range vs {
 		switch v.inv {
 		case InvAccepted:

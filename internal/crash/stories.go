@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"snacklab/internal/systrace"
+	"snacklab/labsteps/systrace"
 )
 
 // Programs are the story's programs, in the order the story runs them.
@@ -45,6 +45,9 @@ type story struct {
 	// the one it promises, never a third (atomicity). nil: not checked
 	// (run-once's claim, POST and finish are three operations).
 	states []string
+	// batch, above 0, is the batch story's size: a kill must leave its
+	// jobs all in one state (batchStory).
+	batch int
 }
 
 var stories = map[string]story{
@@ -147,7 +150,15 @@ var stories = map[string]story{
 }
 
 // atomic checks that the killed program left the job in one of st.states.
+// errUnreadable marks an atomic check that could not read the job at all:
+// the reader failed on the files the crash left (a hot journal it did not
+// roll back, say), which is InvRestart's judgement, not InvAtomic's.
+var errUnreadable = errors.New("the file the crash left could not be read")
+
 func (w *world) atomic(st story) error {
+	if st.batch > 0 {
+		return w.atomicBatch(st)
+	}
 	if st.states == nil {
 		return nil
 	}
@@ -160,7 +171,7 @@ func (w *world) atomic(st story) error {
 		}
 		state = s.Job.State
 	} else if r.Code != 8 {
-		return fmt.Errorf("queuectl show after the crash: %s: %s", r, firstLine(r.Stderr))
+		return fmt.Errorf("%w: queuectl show after the crash: %s: %s", errUnreadable, r, firstLine(r.Stderr))
 	}
 	if !slices.Contains(st.states, state) {
 		return fmt.Errorf("after %s was killed, job %s is %s; a crash must leave it %s (the state before or after, never a third: one transaction)",
@@ -235,7 +246,14 @@ func (w *world) traced(st story, n int) (result, systrace.Killed, error) {
 		return result{}, systrace.Killed{}, err
 	}
 	defer errf.Close()
-	full := append([]string{filepath.Join(w.bin, argv[0])}, argv[1:]...)
+	// As the judged: the tracer stays the judge's, the judged-exec step it
+	// starts drops to the judged before the program's exec.
+	full, err := w.judged.TracedArgv(filepath.Join(w.bin, argv[0]))
+	if err != nil {
+		out.Close()
+		return result{}, systrace.Killed{}, err
+	}
+	full = append(full, argv[1:]...)
 	var stdout *os.File = out
 	var pr *os.File
 	if st.name == "receiver" {
@@ -244,7 +262,7 @@ func (w *world) traced(st story, n int) (result, systrace.Killed, error) {
 			return result{}, systrace.Killed{}, err
 		}
 	}
-	p, err := systrace.KillAt(full, systrace.KillOptions{Dir: w.logs, Stdout: stdout, Stderr: errf, Match: w.matcher(), N: n})
+	p, err := systrace.KillAt(full, systrace.KillOptions{Dir: w.cwd, Env: w.judged.Env(), Stdout: stdout, Stderr: errf, Match: w.matcher(), N: n})
 	if st.name == "receiver" {
 		stdout.Close()
 	}
@@ -258,6 +276,7 @@ func (w *world) traced(st story, n int) (result, systrace.Killed, error) {
 	k, err := p.Wait()
 	out.Close()
 	res := result{Argv: argv, Code: k.Code, Signal: k.Signal}
+	res.StdoutFile, _ = filepath.EvalSymlinks(out.Name())
 	b, _ := os.ReadFile(out.Name())
 	res.Stdout = string(b)
 	b, _ = os.ReadFile(errf.Name())
@@ -268,7 +287,7 @@ func (w *world) traced(st story, n int) (result, systrace.Killed, error) {
 
 // driveReceiver waits for the traced receiver's address, runs sender A
 // against it, then stops the receiver (SIGTERM) if it still runs.
-func (w *world) driveReceiver(p *systrace.Process, pr, log *os.File) {
+func (w *world) driveReceiver(p stoppable, pr, log *os.File) {
 	lines := make(chan string, 1)
 	go func() {
 		defer pr.Close()

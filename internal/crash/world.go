@@ -17,6 +17,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"snacklab/labsteps/harness"
 )
 
 // world is one crash story's directory and processes: the queue file, the
@@ -27,8 +29,11 @@ type world struct {
 	bin  string
 	dir  string // data: the two SQLite files and nothing else
 	logs string
-	q, r string // queue and receiver files
-	n    int    // processes started, for log names
+	cwd  string // the programs' working dir
+	// judged is the identity the programs run as; nil: the lab's own.
+	judged *harness.Judged
+	q, r   string // queue and receiver files
+	n      int    // processes started, for log names
 
 	mu     sync.Mutex
 	grants []grant // every (id, token) a claim reported, in the order seen
@@ -48,16 +53,51 @@ type grant struct {
 	At    int64 // the injected clock of the process that was granted it
 }
 
-func newWorld(ctx context.Context, bin, dir string) (*world, error) {
-	w := &world{ctx: ctx, bin: bin, dir: filepath.Join(dir, "data"), logs: filepath.Join(dir, "logs"),
+// newWorld makes dir's layout. With a judged identity it is lab run's
+// (harness.MakeStepDirs): dir is the judge's and 0711, the programs reach
+// data (the two SQLite files) and cwd (their working dir), both theirs, but
+// cannot list or write dir, nor reach logs (0700: what they printed, the
+// lab's evidence). Without one, data and logs are plain dirs and the
+// programs run in logs, as they always have.
+func newWorld(ctx context.Context, bin, dir string, j *harness.Judged) (*world, error) {
+	w := &world{ctx: ctx, bin: bin, dir: filepath.Join(dir, "data"), logs: filepath.Join(dir, "logs"), judged: j,
 		accepted: map[string]int64{}, redriveOK: map[string]int{}, redriveKilled: map[string]int{}}
 	w.q, w.r = filepath.Join(w.dir, "q.db"), filepath.Join(w.dir, "r.db")
-	for _, d := range []string{w.dir, w.logs} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			return nil, err
+	w.cwd = w.logs
+	if j == nil {
+		for _, d := range []string{w.dir, w.logs} {
+			if err := os.MkdirAll(d, 0o755); err != nil {
+				return nil, err
+			}
 		}
+		return w, nil
+	}
+	if err := os.MkdirAll(dir, 0o711); err != nil {
+		return nil, err
+	}
+	scratch, logs, err := harness.MakeStepDirs(dir, j)
+	if err != nil {
+		return nil, fmt.Errorf("crash: the judged's dirs: %w", err)
+	}
+	w.logs, w.cwd = logs, scratch
+	if err := os.Mkdir(w.dir, 0o700); err != nil {
+		return nil, err
+	}
+	if err := j.Own(w.dir); err != nil {
+		return nil, fmt.Errorf("crash: hand the data dir to uid %d: %w", j.UID, err)
 	}
 	return w, nil
+}
+
+// command is how every program under test starts but the traced one: in
+// its own process group, in the programs' working dir, without the lab's
+// own switches in its environment, and as the judged when there is one.
+func (w *world) command(ctx context.Context, prog string, args ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, filepath.Join(w.bin, prog), args...)
+	cmd.Dir = w.cwd
+	cmd.SysProcAttr = w.judged.ProcAttr()
+	cmd.Env = w.judged.Env()
+	return cmd
 }
 
 // result is a process that ended.
@@ -67,6 +107,10 @@ type result struct {
 	Signal string
 	Stdout string
 	Stderr string
+	// StdoutFile is the file the traced program's stdout went to, as its
+	// trace names it (symlinks resolved): its answers are the writes to
+	// it, by any process of the tree, not every write to a descriptor 1.
+	StdoutFile string
 }
 
 func (r result) lines() []map[string]any {
@@ -109,12 +153,9 @@ func (w *world) logPair(name string) (stdout, stderr *os.File, err error) {
 func (w *world) run(prog string, args ...string) result {
 	ctx, cancel := context.WithTimeout(w.ctx, time.Minute)
 	defer cancel()
-	argv := append([]string{filepath.Join(w.bin, prog)}, args...)
-	cmd := exec.CommandContext(ctx, argv[0], args...)
+	cmd := w.command(ctx, prog, args...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	cmd.Dir = w.logs
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	err := cmd.Run()
 	return w.ended(prog, args, &stdout, &stderr, cmd.ProcessState, err)
 }
@@ -223,9 +264,9 @@ func (w *world) startReceiver() (*receiver, error) {
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(filepath.Join(w.bin, "receiver"), "--db", w.r, "--addr", "127.0.0.1:0")
-	cmd.Stdout, cmd.Stderr, cmd.Dir = pw, errf, w.logs
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// Not ended with ctx: the receiver is killed, or stopped, by the story.
+	cmd := w.command(context.Background(), "receiver", "--db", w.r, "--addr", "127.0.0.1:0")
+	cmd.Stdout, cmd.Stderr = pw, errf
 	if err := cmd.Start(); err != nil {
 		pr.Close()
 		pw.Close()

@@ -1,6 +1,7 @@
 package grade
 
 import (
+	"cmp"
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
@@ -16,6 +17,8 @@ import (
 	"time"
 
 	"snacklab/labsteps"
+	"snacklab/labsteps/report"
+	"snacklab/labsteps/result"
 )
 
 // manifestName is the file that says which slice of which cohort an output
@@ -34,7 +37,7 @@ type Manifest struct {
 }
 
 func writeManifest(out string, m Manifest) error {
-	return labsteps.WriteFile(filepath.Join(out, manifestName), func(w io.Writer) error {
+	return report.WriteFile(filepath.Join(out, manifestName), func(w io.Writer) error {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
 		return enc.Encode(m)
@@ -60,15 +63,20 @@ type CohortInfo struct {
 	Shard  Shard
 	Cohort int // submissions in the whole cohort
 	When   time.Time
+	// Roster maps a submission's name to its student (TableOptions.Roster);
+	// nil: no roster columns.
+	Roster map[string]Student
+	// Anonymous: the names are pseudonyms; no links to the submissions.
+	Anonymous bool
 }
 
 // WriteCohort writes grades.csv, grades.md and grades.html for recs into out.
 func WriteCohort(out string, recs []Record, info CohortInfo) error {
 	t := newTable(recs, info)
 	return joinErr(
-		labsteps.WriteFile(filepath.Join(out, "grades.csv"), t.csv),
-		labsteps.WriteFile(filepath.Join(out, "grades.md"), t.markdown),
-		labsteps.WriteFile(filepath.Join(out, "grades.html"), t.html),
+		report.WriteFile(filepath.Join(out, "grades.csv"), t.csv),
+		report.WriteFile(filepath.Join(out, "grades.md"), t.markdown),
+		report.WriteFile(filepath.Join(out, "grades.html"), t.html),
 	)
 }
 
@@ -154,6 +162,9 @@ func csvSafe(s string) string {
 func (t table) csv(w io.Writer) error {
 	cw := csv.NewWriter(w)
 	head := []string{"submission"}
+	if t.Info.Roster != nil {
+		head = append(head, "student_id", "name", "email")
+	}
 	for _, s := range t.Steps {
 		head = append(head, s.Name())
 	}
@@ -161,6 +172,10 @@ func (t table) csv(w io.Writer) error {
 	cw.Write(head)
 	for _, r := range t.Recs {
 		row := []string{csvSafe(cleanLine(r.Name))}
+		if t.Info.Roster != nil {
+			st := t.Info.Roster[r.Name]
+			row = append(row, csvSafe(cleanLine(st.ID)), csvSafe(cleanLine(st.Name)), csvSafe(cleanLine(st.Email)))
+		}
 		for _, st := range t.Steps {
 			s, _ := t.step(r, st.Num)
 			row = append(row, num(s.Score))
@@ -188,11 +203,11 @@ func (t table) mark(s StepRecord) string {
 	case "passed":
 		return "✓ " + num(s.Score)
 	case "flaky":
-		return fmt.Sprintf("~ 0 (%d/%d)", s.Passes, s.Runs)
+		return fmt.Sprintf("~ %s (%d/%d)", num(s.Score), s.Passes, s.Runs)
 	case "not run":
 		return "· 0"
 	}
-	return "✗ 0"
+	return "✗ " + num(s.Score) // the parts that passed still score
 }
 
 // Summary is the verdict of the cohort in two sentences.
@@ -226,7 +241,7 @@ func (t table) Summary() []string {
 	}
 	return []string{
 		fmt.Sprintf("%s, %s; points %s (max %s).", scope, runs, t.Info.Points, num(t.Max)),
-		"Graded " + t.modes() + ".",
+		"Graded " + t.modes() + ", against " + result.ContractText + ".",
 		fmt.Sprintf("Mean %s of %s; %d with full marks; %d not graded (missing, not a submission, or the build failed); %d with a flaky step.",
 			num(mean), num(t.Max), full, notGraded, flaky),
 	}
@@ -261,7 +276,7 @@ func (t table) markdown(w io.Writer) error {
 	}
 	b.WriteString("---:|---:|---|\n")
 	for _, r := range t.Recs {
-		fmt.Fprintf(&b, "| %s |", mdCell(r.Name))
+		fmt.Fprintf(&b, "| %s |", mdCell(t.who(r)))
 		for _, st := range t.Steps {
 			s, _ := t.step(r, st.Num)
 			fmt.Fprintf(&b, " %s |", t.mark(s))
@@ -276,7 +291,11 @@ func (t table) markdown(w io.Writer) error {
 	var issues []string
 	for _, r := range t.Recs {
 		if r.Problem != "" {
-			issues = append(issues, fmt.Sprintf("- **%s** (%s): %s", mdText(r.Name), mdCode(r.Source), mdCell(firstLine(r.Problem))))
+			src := ""
+			if r.Source != "" {
+				src = " (" + mdCode(r.Source) + ")"
+			}
+			issues = append(issues, fmt.Sprintf("- **%s**%s: %s", mdText(r.Name), src, mdCell(firstLine(r.Problem))))
 		}
 		for _, s := range r.Steps {
 			if s.Status() == "failed" || s.Status() == "flaky" {
@@ -302,6 +321,22 @@ func (t table) markdown(w io.Writer) error {
 	return err
 }
 
+// who names a row's submission: with a roster, its student's name and id too.
+func (t table) who(r Record) string {
+	st, ok := t.Info.Roster[r.Name]
+	if !ok {
+		return r.Name
+	}
+	return strings.TrimSpace(fmt.Sprintf("%s — %s %s", r.Name, st.Name, cmp.Or(paren(st.ID), "")))
+}
+
+func paren(s string) string {
+	if s == "" {
+		return ""
+	}
+	return "(" + s + ")"
+}
+
 func (t table) html(w io.Writer) error { return cohortTmpl.Execute(w, t) }
 
 var cohortTmpl = template.Must(template.New("grades").Funcs(template.FuncMap{
@@ -319,6 +354,7 @@ var cohortTmpl = template.Must(template.New("grades").Funcs(template.FuncMap{
 	},
 	"pts":  func(p Points, n int) string { return num(p[n]) },
 	"href": func(r Record, f string) string { return r.Name + "/" + f },
+	"who":  func(t table, r Record) string { return t.who(r) },
 }).Parse(`<!doctype html>
 <html lang="en"><head><meta charset="utf-8">
 <title>snacklab grades</title>
@@ -337,7 +373,7 @@ td.total{font-weight:700} div.why{font-size:12px;color:#a50e0e;white-space:norma
 <p class="legend"><span class="" style="background:#e6f4ea">passed</span><span style="background:#fce8e6">failed</span><span style="background:#fef7e0">flaky: passed some runs, scores 0</span><span style="background:#f1f3f4">not run</span> · each failed step's reason is in the last column (and on hover, with the replay command)</p>
 <table id="grades">
 <tr><th>submission</th>{{range .Steps}}<th title="{{.Title}}">{{.Num}}<br>{{.Slug}}<br><small>{{pts $.Info.Points .Num}} pts</small></th>{{end}}<th>total</th><th>%</th><th>note</th></tr>
-{{range $r := .Recs}}<tr id="sub-{{$r.Name}}"><td class="name"><a href="{{href $r "results.json"}}">{{$r.Name}}</a>{{if not $r.Problem}} · <a href="{{href $r "report.html"}}">report</a>{{end}}</td>
+{{range $r := .Recs}}<tr id="sub-{{$r.Name}}"><td class="name">{{if $.Info.Anonymous}}{{$r.Name}}{{else}}<a href="{{href $r "results.json"}}">{{who $ $r}}</a>{{if not $r.Problem}} · <a href="{{href $r "report.html"}}">report</a>{{end}}{{end}}</td>
 {{range $.Steps}}{{$s := cell $ $r .Num}}<td class="{{if eq $s.Status "not run"}}notrun{{else}}{{$s.Status}}{{end}}" title="{{if $s.Reason}}{{$s.Reason}}{{else}}{{$s.Status}}{{end}}{{if $s.Replay}}&#10;replay: {{$s.Replay}}{{end}}">{{num $s.Score}}{{if $s.Flaky}}<br><small>{{$s.Passes}}/{{$s.Runs}}</small>{{end}}</td>{{end}}
 <td class="total">{{num $r.Score}}</td><td>{{percent $r.Score $r.Max}}</td><td class="note">{{with note $ $r}}{{.}}{{end}}{{range failures $ $r}}<div class="why">{{.}}</div>{{end}}</td></tr>
 {{end}}<tr><th>passed</th>{{range .Steps}}<th>{{rate $ .Num}}</th>{{end}}<th colspan="3"></th></tr>

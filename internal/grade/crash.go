@@ -10,23 +10,46 @@ import (
 	"time"
 
 	"snacklab/internal/crash"
+	"snacklab/internal/powercut"
+	"snacklab/labsteps"
 )
 
 // Crash verification (`lab crash`) as a graded item. It is off by default:
-// it needs ptrace, which a container of --isolate docker does not grant
-// (docs/crash.md), and it costs about a minute per submission. A teacher
-// turns it on with points for it: --points 1=10,…,crashpoints=40.
+// it costs a minute or more per submission. Isolated, it runs in a
+// container of its own with the steps' separation (Boundary.Crash,
+// Boundary.PowerCut; docs/isolation.md). A teacher
+// turns it on with points for it: --points 1=10,…,crashpoints=40. The
+// power cut (`lab crash --power-cut`, small budget) is graded the same way:
+// --points …,powercut=20.
 const (
 	// CrashName is the item's name in --points. ("crash" is step 8's.)
 	CrashName = "crashpoints"
-	// CrashItem is its key in Points, after the eight steps.
-	CrashItem = 9
+	// PowerCutName is the power-cut item's name in --points.
+	PowerCutName = "powercut"
 	// crashKills is the soak of a graded run: a short one.
 	crashKills = 20
 )
 
+// CrashItem is the crash item's key in Points: after the last step, so a
+// step added to the lab never shares a key with it.
+func CrashItem() int { return len(labsteps.Steps()) + 1 }
+
+// PowerCutItem is the power-cut item's key in Points, after CrashItem.
+func PowerCutItem() int { return len(labsteps.Steps()) + 2 }
+
 // CrashPoints is what the crash item is worth; 0 when it is not graded.
-func (p Points) CrashPoints() float64 { return p[CrashItem] }
+func (p Points) CrashPoints() float64 { return p[CrashItem()] }
+
+// PowerCutPoints is what the power-cut item is worth; 0 when it is not graded.
+func (p Points) PowerCutPoints() float64 { return p[PowerCutItem()] }
+
+// seedOf is a submission's seed: from its name, so a regrade replays the
+// same plan.
+func seedOf(name string) int64 {
+	h := fnv.New64a()
+	h.Write([]byte(name))
+	return int64(h.Sum64() % 1_000_000)
+}
 
 // GradeCrash runs the crash-point enumeration and a short soak against a
 // submission's executables in bin, under work, and scores it: all the
@@ -41,10 +64,8 @@ func (p Points) CrashPoints() float64 { return p[CrashItem] }
 //
 // before the loop that sums the scores (internal/grade/grade.go, gradeOne).
 func GradeCrash(ctx context.Context, bin, work string, points float64, name string) StepRecord {
-	h := fnv.New64a()
-	h.Write([]byte(name))
-	seed := int64(h.Sum64() % 1_000_000)
-	rec := StepRecord{Num: CrashItem, Slug: CrashName, Title: crash.Step.Title, Points: points, Runs: 1}
+	seed := seedOf(name)
+	rec := crashRecord(points, seed)
 	t0 := time.Now()
 	if err := os.MkdirAll(work, 0o755); err != nil {
 		rec.Reason = err.Error()
@@ -52,7 +73,6 @@ func GradeCrash(ctx context.Context, bin, work string, points float64, name stri
 	}
 	rep, err := crash.Run(ctx, crash.Config{Bin: bin, Work: work, Seed: seed, Kills: crashKills})
 	rec.Took = time.Since(t0).Seconds()
-	rec.Replay = fmt.Sprintf("lab crash --bin BIN --seed %d --kills %d", seed, crashKills)
 	switch {
 	case errors.Is(err, crash.ErrNoTracing):
 		rec.Reason = "not graded: this grader cannot trace processes (ptrace): " + err.Error()
@@ -63,12 +83,54 @@ func GradeCrash(ctx context.Context, bin, work string, points float64, name stri
 		rec.Output = "lab crash could not run: " + err.Error()
 		return rec
 	}
+	scoreCrash(&rec, rep)
+	return rec
+}
+
+// CrashRunner runs lab crash (every program, a soak of kills with seed)
+// against the executables in bin somewhere else: a grading container
+// (isolate.Engine.Crash), where the lab is the judge and the programs the
+// judged. It returns the lab's report, or why there is none to grade
+// (notGraded: the wall-clock limit, a report the lab did not stand by); err
+// is the grader's own failure.
+type CrashRunner func(ctx context.Context, bin string, seed int64, kills int) (rep *crash.Report, notGraded string, err error)
+
+// GradeCrashIn is GradeCrash across a boundary: run runs lab crash where
+// the submission cannot reach the grader, and the report is scored the same
+// way. A run with no report is not graded: no points, and the reason; an
+// error is the grader's own failure.
+func GradeCrashIn(ctx context.Context, run CrashRunner, bin string, points float64, name string) (StepRecord, error) {
+	seed := seedOf(name)
+	rec := crashRecord(points, seed)
+	t0 := time.Now()
+	rep, notGraded, err := run(ctx, bin, seed, crashKills)
+	rec.Took = time.Since(t0).Seconds()
+	if err != nil {
+		return rec, fmt.Errorf("lab crash in isolation: %w", err)
+	}
+	if rep == nil {
+		notGradedRecord(&rec, notGraded)
+		return rec, nil
+	}
+	scoreCrash(&rec, rep)
+	return rec, nil
+}
+
+// crashRecord is the crash item's record before the run.
+func crashRecord(points float64, seed int64) StepRecord {
+	return StepRecord{Num: CrashItem(), Slug: CrashName, Title: crash.Step.Title, Points: points, Runs: 1,
+		Replay: fmt.Sprintf("lab crash --bin BIN --seed %d --kills %d", seed, crashKills)}
+}
+
+// scoreCrash scores a report: all the points when no invariant broke,
+// none otherwise, with the first violation as the reason.
+func scoreCrash(rec *StepRecord, rep *crash.Report) {
 	var b strings.Builder
 	rep.WriteText(&b)
 	rec.Output = b.String()
 	if rep.OK {
-		rec.Passes, rec.Score = 1, points
-		return rec
+		rec.Passes, rec.Score = 1, rec.Points
+		return
 	}
 	if len(rep.Violations) > 0 {
 		v := rep.Violations[0]
@@ -76,5 +138,88 @@ func GradeCrash(ctx context.Context, bin, work string, points float64, name stri
 	} else {
 		rec.Reason = "lab crash failed"
 	}
+}
+
+// GradePowerCut runs `lab crash --power-cut` with the small budget (the one
+// CI runs on the reference) against a submission's executables in bin,
+// under work, and scores it as GradeCrash does: all the points when no
+// state broke an invariant, none otherwise. The seed comes from the
+// submission's name.
+func GradePowerCut(ctx context.Context, bin, work string, points float64, name string) StepRecord {
+	seed := seedOf(name)
+	rec := powerCutRecord(points, seed)
+	t0 := time.Now()
+	if err := os.MkdirAll(work, 0o755); err != nil {
+		rec.Reason = err.Error()
+		return rec
+	}
+	rep, err := crash.PowerCut(ctx, crash.PowerCutConfig{Bin: bin, Work: work, Seed: seed, Budget: powercut.Small})
+	rec.Took = time.Since(t0).Seconds()
+	switch {
+	case errors.Is(err, crash.ErrNoTracing):
+		rec.Reason = "not graded: this grader cannot trace processes (ptrace): " + err.Error()
+		rec.Output = rec.Reason
+		return rec
+	case err != nil:
+		rec.Reason = err.Error()
+		rec.Output = "lab crash --power-cut could not run: " + err.Error()
+		return rec
+	}
+	scorePowerCut(&rec, rep)
 	return rec
+}
+
+// PowerCutRunner is CrashRunner for the power cut: lab crash --power-cut,
+// small budget, seeded with seed, across the boundary
+// (isolate.Engine.PowerCutRunner).
+type PowerCutRunner func(ctx context.Context, bin string, seed int64) (rep *crash.PowerCutReport, notGraded string, err error)
+
+// GradePowerCutIn is GradePowerCut across a boundary, as GradeCrashIn is
+// GradeCrash's.
+func GradePowerCutIn(ctx context.Context, run PowerCutRunner, bin string, points float64, name string) (StepRecord, error) {
+	seed := seedOf(name)
+	rec := powerCutRecord(points, seed)
+	t0 := time.Now()
+	rep, notGraded, err := run(ctx, bin, seed)
+	rec.Took = time.Since(t0).Seconds()
+	if err != nil {
+		return rec, fmt.Errorf("lab crash --power-cut in isolation: %w", err)
+	}
+	if rep == nil {
+		notGradedRecord(&rec, notGraded)
+		return rec, nil
+	}
+	scorePowerCut(&rec, rep)
+	return rec, nil
+}
+
+// powerCutRecord is the power-cut item's record before the run.
+func powerCutRecord(points float64, seed int64) StepRecord {
+	return StepRecord{Num: PowerCutItem(), Slug: PowerCutName, Title: "power cut: every on-disk state of the small budget", Points: points, Runs: 1,
+		Replay: fmt.Sprintf("lab crash --bin BIN --power-cut --seed %d", seed)}
+}
+
+// scorePowerCut scores a power-cut report as scoreCrash does.
+func scorePowerCut(rec *StepRecord, rep *crash.PowerCutReport) {
+	var b strings.Builder
+	rep.WriteText(&b)
+	rec.Output = b.String()
+	if rep.OK {
+		rec.Passes, rec.Score = 1, rec.Points
+		return
+	}
+	if len(rep.Violations) > 0 {
+		v := rep.Violations[0]
+		rec.Reason = fmt.Sprintf("%s: power cut at barrier %d, state %d (%s): %s: %s", v.Program, v.Barrier, v.State, v.Label, v.Invariant, v.Detail)
+	} else {
+		rec.Reason = "lab crash --power-cut failed"
+	}
+}
+
+// notGradedRecord marks an item the boundary returned no report for: no
+// run counted, no points, the reason.
+func notGradedRecord(rec *StepRecord, why string) {
+	rec.Runs = 0
+	rec.Reason = "not graded: " + why
+	rec.Output = "Not graded: " + why
 }

@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -32,12 +33,15 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"snacklab/labsteps"
+	"snacklab/labsteps/report"
+	"snacklab/labsteps/result"
 )
 
 // Config says how to grade.
 type Config struct {
 	Out          string        // output directory
 	Points       Points        // graded steps and their points; nil: DefaultPoints
+	Scheme       report.Scheme // how a step's points split among its parts, and who sees what
 	Runs         int           // runs of each submission (-n); 0 is 1
 	Jobs         int           // submissions graded at once; 0 is runtime.NumCPU()
 	Parallel     int           // steps of one submission run at once; 0 is all of them
@@ -59,6 +63,9 @@ type Config struct {
 	// network). nil is the unisolated mode (lab grade --trusted): builds
 	// and steps run on this machine as the grader's user.
 	Boundary *Boundary
+	// Tables say how the cohort tables name the submissions: a roster,
+	// anonymised copies.
+	Tables TableOptions
 	// StepMemory bounds the memory of all the processes of one step in the
 	// unisolated mode, where a cgroup can be made; 0 is 1 GiB.
 	StepMemory int64
@@ -75,9 +82,22 @@ type Boundary struct {
 	// submission's problem ("" when it built), output the compiler's; err
 	// is the grader's own failure.
 	Build func(ctx context.Context, src, bin string, timeout time.Duration) (output, failure string, err error)
+	// Warm, when set, fills the shared build cache with a trusted build
+	// (the reference's dependencies) before any submission is built, so
+	// every submission's build starts at once and none waits on another's
+	// (issue #19: a hanging first build held every classmate's for its
+	// limit). nil: the submissions' builds start at once on a cold cache.
+	Warm func(ctx context.Context) error
 	// Run runs steps against the executables in bin and returns one
 	// result per step, in the order given; err is the grader's own failure.
-	Run func(ctx context.Context, bin string, steps []labsteps.Step, stepTimeout time.Duration, parallel int) ([]labsteps.Result, error)
+	Run func(ctx context.Context, bin string, steps []labsteps.Step, stepTimeout time.Duration, parallel int) ([]result.Result, error)
+	// Crash, when set, runs lab crash against the executables in bin
+	// across the boundary (the lab as the judge, the programs as the
+	// judged), for the crash item (--points crashpoints=N); PowerCut
+	// likewise lab crash --power-cut (powercut=N). nil: the item is not
+	// run in this boundary ("Not run.").
+	Crash    CrashRunner
+	PowerCut PowerCutRunner
 }
 
 // TrustedMode is the mode every report of an unisolated run states.
@@ -97,8 +117,8 @@ type grader struct {
 	cg    *cgroups // nil: no cgroups here (unisolated mode falls back to groups and tags)
 	tmp   string
 	logMu sync.Mutex
-	warm  chan struct{} // closed when the first module build has finished
-	first atomic.Bool   // a module build has started
+	warm  chan struct{} // closed when the cache is warm: the trusted build, or (unisolated) the first module build, has finished
+	first atomic.Bool   // the warming build has started
 }
 
 // Grade grades the shard cfg.Shard of the cohort paths, writes every report
@@ -156,8 +176,13 @@ func Grade(ctx context.Context, cfg Config, paths []string) (*Report, error) {
 	if err := checkOut(cfg.Out, cohort); err != nil {
 		return nil, err
 	}
-	if prev, err := readManifest(cfg.Out); err == nil && prev.Of > 1 && cfg.Shard.N > 1 && prev.Shard != cfg.Shard.I {
+	prev, perr := readManifest(cfg.Out)
+	if perr == nil && prev.Of > 1 && cfg.Shard.N > 1 && prev.Shard != cfg.Shard.I {
 		return nil, fmt.Errorf("--out %s holds shard %d/%d; give each shard its own --out", cfg.Out, prev.Shard, prev.Of)
+	}
+	if perr == nil && len(prev.Graded) > 0 && !maps.Equal(prev.Points, cfg.Points) {
+		return nil, fmt.Errorf("--out %s holds %d submissions graded with --points %s, not %s: regrade with the same points so the rows stay comparable, or grade into another --out",
+			cfg.Out, len(prev.Graded), prev.Points, cfg.Points)
 	}
 	if err := os.MkdirAll(cfg.Out, 0o755); err != nil {
 		return nil, err
@@ -206,13 +231,7 @@ func Grade(ctx context.Context, cfg Config, paths []string) (*Report, error) {
 		}
 	}
 	m := Manifest{Shard: cfg.Shard.I, Of: cfg.Shard.N, Cohort: names(cohort), Graded: graded, Points: cfg.Points, Runs: cfg.Runs}
-	recs, err := loadRecords(cfg.Out, graded)
-	if err == nil {
-		err = writeManifest(cfg.Out, m)
-	}
-	if err == nil {
-		err = WriteCohort(cfg.Out, recs, CohortInfo{Points: cfg.Points, Runs: cfg.Runs, Shard: cfg.Shard, Cohort: len(cohort), When: time.Now()})
-	}
+	recs, err := writeOut(cfg, m, prev, perr == nil, graded)
 	rep.Graded = recs
 	rep.Took = time.Since(t0)
 	if gerr != nil {
@@ -222,6 +241,31 @@ func Grade(ctx context.Context, cfg Config, paths []string) (*Report, error) {
 		return rep, gerr
 	}
 	return rep, err
+}
+
+// writeOut writes the manifest m and rebuilds the tables. An existing
+// --out (prev, when had) keeps its other submissions: this run's join them
+// (a regrade replaces only its own), and the tables are rebuilt from every
+// results.json there. It returns the records of this run's submissions.
+func writeOut(cfg Config, m, prev Manifest, had bool, graded []string) ([]Record, error) {
+	if had {
+		m.Cohort = union(prev.Cohort, m.Cohort)
+		m.Graded = union(prev.Graded, m.Graded)
+		if cfg.Shard.N == 1 && prev.Of > 1 {
+			m.Shard, m.Of = prev.Shard, prev.Of
+		}
+	}
+	if err := writeManifest(cfg.Out, m); err != nil {
+		return nil, err
+	}
+	all, err := Rebuild(cfg.Out, cfg.Tables)
+	var recs []Record
+	for _, r := range all {
+		if slices.Contains(graded, r.Name) {
+			recs = append(recs, r)
+		}
+	}
+	return recs, err
 }
 
 // checkOut refuses an output directory in which a submission's results
@@ -240,6 +284,18 @@ func checkOut(out string, cohort []Submission) error {
 		}
 	}
 	return nil
+}
+
+// union is a and b's strings, each once, sorted.
+func union(a, b []string) []string {
+	out := slices.Clone(a)
+	for _, x := range b {
+		if !slices.Contains(out, x) {
+			out = append(out, x)
+		}
+	}
+	sort.Strings(out)
+	return out
 }
 
 func names(subs []Submission) []string {
@@ -270,7 +326,11 @@ func (g *grader) logRecord(r Record) {
 		var failed []string
 		for _, s := range r.Steps {
 			if st := s.Status(); st != "passed" {
-				failed = append(failed, fmt.Sprintf("%d %s", s.Num, st))
+				f := fmt.Sprintf("%d %s", s.Num, st)
+				if n := passedParts(s); len(s.Parts) > 0 && s.Runs > 0 {
+					f += fmt.Sprintf(" %d/%d parts", n, len(s.Parts))
+				}
+				failed = append(failed, f)
 			}
 		}
 		if len(failed) > 0 {
@@ -286,6 +346,17 @@ func (g *grader) logRecord(r Record) {
 		line += "\n"
 	}
 	g.logf("%s", line)
+}
+
+// passedParts counts the parts of a step that passed every run.
+func passedParts(s StepRecord) int {
+	n := 0
+	for _, p := range s.Parts {
+		if p.Status() == "passed" {
+			n++
+		}
+	}
+	return n
 }
 
 // firstError is the first line of a build's output that is not a package
@@ -331,7 +402,7 @@ func (g *grader) gradeOne(ctx context.Context, sub Submission) (Record, error) {
 			Output: "Not run."})
 		rec.Max += g.cfg.Points[s.Num]
 	}
-	var results [][]labsteps.Result // [step][run]
+	var results [][]result.Result // [step][run]
 	var notes [][]string
 	switch sub.Kind {
 	case KindInvalid:
@@ -349,7 +420,7 @@ func (g *grader) gradeOne(ctx context.Context, sub Submission) (Record, error) {
 			if failure != "" {
 				rec.Problem = failure
 				rec.BuildOut = out
-				labsteps.WriteFile(filepath.Join(dir, "build.log"), func(w io.Writer) error {
+				report.WriteFile(filepath.Join(dir, "build.log"), func(w io.Writer) error {
 					_, err := io.WriteString(w, Clean(out)+"\n")
 					return err
 				})
@@ -370,16 +441,31 @@ func (g *grader) gradeOne(ctx context.Context, sub Submission) (Record, error) {
 			return Record{}, ctx.Err()
 		}
 	}
-	// Crash verification, when it has points: only unisolated (it traces
-	// with ptrace, which the boundary does not grant; runGrade refuses
-	// crashpoints without --trusted).
-	if pts := g.cfg.Points.CrashPoints(); pts > 0 {
-		crashRec := StepRecord{Num: CrashItem, Slug: CrashName, Title: "crash verification", Points: pts, Output: "Not run."}
-		if rec.Problem == "" && rec.Bin != "" && g.cfg.Boundary == nil {
-			crashRec = GradeCrash(ctx, rec.Bin, filepath.Join(dir, "crash"), pts, sub.Name)
+	// Crash verification and the power cut, when they have points: on
+	// this machine unisolated; across the boundary when it can run them
+	// (Boundary.Crash, Boundary.PowerCut).
+	for _, item := range []struct {
+		pts   float64
+		num   int
+		slug  string
+		title string
+		run   func(ctx context.Context, bin, work string, points float64, name string) StepRecord
+	}{
+		{g.cfg.Points.CrashPoints(), CrashItem(), CrashName, "crash verification", GradeCrash},
+		{g.cfg.Points.PowerCutPoints(), PowerCutItem(), PowerCutName, "power cut", GradePowerCut},
+	} {
+		if item.pts <= 0 {
+			continue
 		}
-		rec.Steps = append(rec.Steps, crashRec)
-		rec.Max += pts
+		r := StepRecord{Num: item.num, Slug: item.slug, Title: item.title, Points: item.pts, Output: "Not run."}
+		if rec.Problem == "" && rec.Bin != "" {
+			var err error
+			if r, err = g.runItem(ctx, item.num, item.run, rec.Bin, filepath.Join(dir, item.slug), item.pts, sub.Name, r); err != nil {
+				return Record{}, err
+			}
+		}
+		rec.Steps = append(rec.Steps, r)
+		rec.Max += item.pts
 		if results != nil {
 			results = append(results, nil)
 			notes = append(notes, nil)
@@ -389,7 +475,7 @@ func (g *grader) gradeOne(ctx context.Context, sub Submission) (Record, error) {
 		if results != nil && results[i] != nil {
 			g.fold(&rec.Steps[i], rec, results[i], notes[i])
 		}
-		rec.Score += rec.Steps[i].Score
+		rec.Score = report.Round(rec.Score + rec.Steps[i].Score)
 		if rec.Problem != "" {
 			rec.Steps[i].Output = "Not run: " + rec.Problem
 		}
@@ -403,18 +489,18 @@ func (g *grader) gradeOne(ctx context.Context, sub Submission) (Record, error) {
 	}
 	rec = cleanRecord(rec)
 	err = errors.Join(
-		labsteps.WriteFile(filepath.Join(dir, "results.json"), func(w io.Writer) error { return WriteResults(w, rec) }),
-		labsteps.WriteFile(filepath.Join(dir, "junit.xml"), func(w io.Writer) error { return WriteJUnit(w, rec) }),
+		report.WriteFile(filepath.Join(dir, "results.json"), func(w io.Writer) error { return report.EncodeGradescope(w, rec.Gradescope(g.cfg.Scheme)) }),
+		report.WriteFile(filepath.Join(dir, "junit.xml"), func(w io.Writer) error { return WriteJUnit(w, rec) }),
 	)
 	if results != nil && err == nil {
-		var reps []labsteps.Result
+		var reps []result.Result
 		for _, runs := range results {
 			if runs != nil {
-				reps = append(reps, cleanResult(representative(runs)))
+				reps = append(reps, CleanResult(representative(runs)))
 			}
 		}
-		err = labsteps.WriteFile(filepath.Join(dir, "report.html"), func(w io.Writer) error {
-			return labsteps.WriteHTML(w, labsteps.HTMLReport{Title: "snacklab grade: " + sub.Name + " (" + g.mode + ")", Bin: rec.Bin, When: time.Now(),
+		err = report.WriteFile(filepath.Join(dir, "report.html"), func(w io.Writer) error {
+			return report.WriteHTML(w, report.HTMLReport{Title: "snacklab grade: " + sub.Name + " (" + g.mode + ")", Bin: rec.Bin, When: time.Now(),
 				Took: time.Since(t0), Results: reps})
 		})
 	}
@@ -429,15 +515,11 @@ func (g *grader) buildModule(ctx context.Context, src, bin string) (out, failure
 		msg := strings.TrimPrefix(err.Error(), ErrSource.Error()+": ")
 		return msg, "the build was refused: " + msg, nil
 	}
-	if g.first.CompareAndSwap(false, true) {
-		defer close(g.warm)
-	} else {
-		select {
-		case <-g.warm:
-		case <-ctx.Done():
-			return "", "", ctx.Err()
-		}
+	warmed, err := g.waitWarm(ctx)
+	if err != nil {
+		return "", "", err
 	}
+	defer warmed()
 	if b := g.cfg.Boundary; b != nil {
 		out, failure, err := b.Build(ctx, src, bin, g.cfg.BuildTimeout)
 		if failure != "" {
@@ -455,14 +537,49 @@ func (g *grader) buildModule(ctx context.Context, src, bin string) (out, failure
 	return "", "", nil
 }
 
+// waitWarm returns once the build cache is warm. Isolated, the first
+// caller runs the boundary's trusted warming build and the others wait for
+// it; no submission's build waits for another's. Unisolated (--trusted,
+// code the teacher trusts), the first submission's build warms the cache
+// and the others wait for it, as they share the host's cache and would
+// otherwise compile the same dependencies side by side. The caller calls
+// warmed once its own build is done.
+func (g *grader) waitWarm(ctx context.Context) (warmed func(), err error) {
+	nothing := func() {}
+	b := g.cfg.Boundary
+	if b != nil && b.Warm == nil {
+		return nothing, nil
+	}
+	if g.first.CompareAndSwap(false, true) {
+		if b == nil {
+			return func() { close(g.warm) }, nil
+		}
+		t0 := time.Now()
+		err := b.Warm(ctx)
+		close(g.warm)
+		if err != nil && ctx.Err() == nil {
+			// A cold cache is slower, not wrong: every build still runs
+			// within its own limit.
+			g.logf("warming the build cache failed after %v (the builds start cold): %v\n", time.Since(t0).Round(time.Millisecond), err)
+		}
+		return nothing, ctx.Err()
+	}
+	select {
+	case <-g.warm:
+		return nothing, nil
+	case <-ctx.Done():
+		return nothing, ctx.Err()
+	}
+}
+
 // runAll runs every graded step cfg.Runs times; each run's work dirs go
 // under logRoot (logRoot/run-K when there are several runs).
-func (g *grader) runAll(ctx context.Context, name, bin, logRoot string) ([][]labsteps.Result, [][]string) {
+func (g *grader) runAll(ctx context.Context, name, bin, logRoot string) ([][]result.Result, [][]string) {
 	steps := g.cfg.Points.Steps()
-	results := make([][]labsteps.Result, len(steps))
+	results := make([][]result.Result, len(steps))
 	notes := make([][]string, len(steps))
 	for i := range steps {
-		results[i] = make([]labsteps.Result, g.cfg.Runs)
+		results[i] = make([]result.Result, g.cfg.Runs)
 	}
 	par := g.cfg.Parallel
 	if par <= 0 {
@@ -476,7 +593,7 @@ func (g *grader) runAll(ctx context.Context, name, bin, logRoot string) ([][]lab
 			}
 			for i, s := range steps {
 				if err != nil {
-					results[i][run] = labsteps.Result{Step: s, Problem: "grader: " + err.Error()}
+					results[i][run] = result.Result{Step: s.Step, Problem: "grader: " + err.Error()}
 				} else {
 					results[i][run] = rs[i]
 				}
@@ -489,7 +606,7 @@ func (g *grader) runAll(ctx context.Context, name, bin, logRoot string) ([][]lab
 		}
 		if err := os.MkdirAll(root, 0o755); err != nil {
 			for i, s := range steps {
-				results[i][run] = labsteps.Result{Step: s, Problem: "grader: " + err.Error()}
+				results[i][run] = result.Result{Step: s.Step, Problem: "grader: " + err.Error()}
 			}
 			continue
 		}
@@ -517,9 +634,9 @@ func (g *grader) runAll(ctx context.Context, name, bin, logRoot string) ([][]lab
 // and the command that re-runs the step on the learner's own machine. The
 // teacher's replay command and the kept work dirs go to Replay and Kept
 // (extra_data in results.json, and the teacher's cohort reports).
-func (g *grader) fold(s *StepRecord, rec Record, runs []labsteps.Result, notes []string) {
+func (g *grader) fold(s *StepRecord, rec Record, runs []result.Result, notes []string) {
 	s.Runs = len(runs)
-	var firstFail *labsteps.Result
+	var firstFail *result.Result
 	for i := range runs {
 		r := &runs[i]
 		s.Took = max(s.Took, seconds(r.Took))
@@ -535,21 +652,19 @@ func (g *grader) fold(s *StepRecord, rec Record, runs []labsteps.Result, notes [
 		}
 	}
 	s.Flaky = s.Passes > 0 && s.Passes < s.Runs
-	if s.Passes == s.Runs {
-		s.Score = s.Points
+	dirs := []string{rec.Bin, rec.Source}
+	for _, r := range runs {
+		dirs = append(dirs, r.LogDir, r.Dir)
 	}
+	s.Score, s.Parts = g.scoreParts(*s, runs, dirs)
 	rep := representative(runs)
 	var b strings.Builder
 	if s.Runs > 1 {
 		fmt.Fprintf(&b, "Passed %d of %d runs.", s.Passes, s.Runs)
 		if s.Flaky {
-			b.WriteString(" Flaky: a step that fails in some runs has a bug the other runs did not hit, and scores 0.")
+			b.WriteString(" Flaky: the parts that fail in some runs have a bug the other runs did not hit, and score 0.")
 		}
 		b.WriteString("\n")
-	}
-	dirs := []string{rec.Bin, rec.Source}
-	for _, r := range runs {
-		dirs = append(dirs, r.LogDir, r.Dir)
 	}
 	b.WriteString(g.student(rep.Output(), dirs...))
 	if firstFail != nil {
@@ -559,8 +674,56 @@ func (g *grader) fold(s *StepRecord, rec Record, runs []labsteps.Result, notes [
 	}
 	for _, n := range notes {
 		b.WriteString("Grader: " + n + "\n")
+		// What the grader had to do to the step's processes concerns its
+		// parts too: the first, and every one that did not pass.
+		for i := range s.Parts {
+			if i == 0 || s.Parts[i].Status() != "passed" {
+				s.Parts[i].Output += "Grader: " + n + "\n"
+			}
+		}
 	}
 	s.Output = b.String()
+}
+
+// scoreParts scores a step's parts over its runs (report.ScoreRuns): the
+// step's points split by the scheme's weights, each part's output the
+// learner's (no path of the grading machine, the replay command).
+func (g *grader) scoreParts(s StepRecord, runs []result.Result, dirs []string) (float64, []PartRecord) {
+	step := result.Step{Num: s.Num, Slug: s.Slug, Title: s.Title}
+	if len(runs) > 0 {
+		step = runs[0].Step
+	}
+	scored := report.ScoreRuns(step, runs, s.Points, g.cfg.Scheme)
+	total := 0.0
+	var parts []PartRecord
+	for _, p := range scored {
+		total += p.Score
+		if p.ID == "" {
+			continue // a step without parts is one test: the StepRecord itself
+		}
+		pr := PartRecord{ID: p.ID, Name: p.Name, Points: p.Points, Score: p.Score, Passes: p.Passes, Runs: p.Runs,
+			Visibility: g.cfg.Scheme.VisibilityOf(s.Num, p.ID)}
+		var causes []string
+		for _, c := range p.Failures {
+			causes = append(causes, c.Cause())
+			for _, id := range c.Clause {
+				if !slices.Contains(pr.Clauses, id) {
+					pr.Clauses = append(pr.Clauses, id)
+				}
+			}
+		}
+		if p.Problem != "" {
+			causes = append(causes, firstLine(p.Problem))
+		}
+		pr.Reason = g.student(oneLine(strings.Join(causes, "; "), 600), dirs...)
+		out := g.student(p.Explain(), dirs...)
+		if p.Status() != "passed" {
+			out += fmt.Sprintf("Re-run on your machine: %s\n", StudentReplay(s.Num))
+		}
+		pr.Output = out + "Why: " + step.Why + "\n"
+		parts = append(parts, pr)
+	}
+	return report.Round(total), parts
 }
 
 // StudentReplay is the command a learner runs to re-run step n on their
@@ -617,7 +780,7 @@ func (g *grader) student(text string, dirs ...string) string {
 }
 
 // representative is the run a report shows: the first failing one, else the last.
-func representative(runs []labsteps.Result) labsteps.Result {
+func representative(runs []result.Result) result.Result {
 	for _, r := range runs {
 		if !r.Pass {
 			return r
@@ -626,15 +789,19 @@ func representative(runs []labsteps.Result) labsteps.Result {
 	return runs[len(runs)-1]
 }
 
-// reason says in one line why a run failed.
-func reason(r labsteps.Result) string {
-	if c := r.Failed(); c != nil {
-		return oneLine(fmt.Sprintf("%s: expected %s, observed %s", c.What, c.Expected, c.Observed), 300)
+// reason says in one line why a run failed: every failure's plain cause.
+func reason(r result.Result) string {
+	var causes []string
+	for _, c := range r.Failures() {
+		causes = append(causes, c.Cause())
 	}
 	if r.Problem != "" {
-		return oneLine(r.Problem, 300)
+		causes = append(causes, r.Problem)
 	}
-	return "no checks passed"
+	if len(causes) == 0 {
+		return "no checks passed"
+	}
+	return oneLine(strings.Join(causes, "; "), 600)
 }
 
 // oneLine joins the lines of s and cuts it to about n bytes.
@@ -667,6 +834,23 @@ func loadRecords(out string, graded []string) ([]Record, error) {
 	return recs, nil
 }
 
+// runItem runs an extra item (crash, power cut) on a submission's
+// executables: run itself when unisolated, the boundary's counterpart when
+// it has one, and otherwise nothing (notRun is returned as it is).
+func (g *grader) runItem(ctx context.Context, num int, run func(ctx context.Context, bin, work string, points float64, name string) StepRecord,
+	bin, work string, points float64, name string, notRun StepRecord) (StepRecord, error) {
+	b := g.cfg.Boundary
+	switch {
+	case b == nil:
+		return run(ctx, bin, work, points, name), nil
+	case num == CrashItem() && b.Crash != nil:
+		return GradeCrashIn(ctx, b.Crash, bin, points, name)
+	case num == PowerCutItem() && b.PowerCut != nil:
+		return GradePowerCutIn(ctx, b.PowerCut, bin, points, name)
+	}
+	return notRun, nil
+}
+
 // percent is score/max as a percentage.
 func percent(score, maxScore float64) string {
 	if maxScore <= 0 {
@@ -677,6 +861,6 @@ func percent(score, maxScore float64) string {
 
 // StepRunner converts a runner with the same shape under another name
 // (isolate.LabRunner) to Boundary.Run's type.
-func StepRunner[F ~func(context.Context, string, []labsteps.Step, time.Duration, int) ([]labsteps.Result, error)](f F) func(context.Context, string, []labsteps.Step, time.Duration, int) ([]labsteps.Result, error) {
+func StepRunner[F ~func(context.Context, string, []labsteps.Step, time.Duration, int) ([]result.Result, error)](f F) func(context.Context, string, []labsteps.Step, time.Duration, int) ([]result.Result, error) {
 	return f
 }

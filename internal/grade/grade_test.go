@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"encoding/xml"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -47,7 +48,9 @@ func TestMain(m *testing.M) {
 		// slower, and 32 of them at once on 2 shared cores ran the
 		// reference into its 12 s step limits (it scored 50 and 87.5).
 		labBin = filepath.Join(dir, "lab", "lab")
-		cmd := exec.Command("go", append([]string{"build", "-o", refBin + "/"}, append(grade.Programs, "./cmd/lab")...)...)
+		// -tags nomutants: the lab lab grade puts into its containers
+		// must not carry the reference's lines (isolate.ErrCarriesMutants).
+		cmd := exec.Command("go", append([]string{"build", "-tags", "nomutants", "-o", refBin + "/"}, append(grade.Programs, "./cmd/lab")...)...)
 		cmd.Dir = filepath.Dir(strings.TrimSpace(string(gomod)))
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 		if out, err := cmd.CombinedOutput(); err != nil {
@@ -64,7 +67,7 @@ func TestMain(m *testing.M) {
 }
 
 func config(t *testing.T, out string) grade.Config {
-	return grade.Config{Out: out, Worker: []string{labBin, "grade"}, Jobs: 2, StepTimeout: 30 * time.Second, Lab: "lab"}
+	return grade.Config{Out: out, Worker: []string{labBin, "grade"}, Jobs: 2, StepTimeout: 90 * time.Second, Lab: "lab"}
 }
 
 // binDir makes a bin dir: each program is a shell script when given, else
@@ -181,7 +184,7 @@ func TestGradeCohort(t *testing.T) {
 	// Generous limits: the reference must pass however loaded the machine
 	// is; the hostile steps that wait for the limit (the escaper's) cost
 	// the test this long once.
-	cfg.StepTimeout = 45 * time.Second
+	cfg.StepTimeout = 90 * time.Second
 	cfg.Jobs = 3
 	cfg.MemLimit = 256 << 20
 	var log bytes.Buffer
@@ -190,16 +193,20 @@ func TestGradeCohort(t *testing.T) {
 	if escaper != "" {
 		paths = append(paths, escaper)
 	}
-	t0 := time.Now()
 	rep, err := grade.Grade(context.Background(), cfg, paths)
-	took := time.Since(t0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	// A step is stopped by its limit + 16 s; with 3 jobs the escaper may
-	// start only after another submission that waited its whole limit.
-	if limit := 2 * (cfg.StepTimeout + 16*time.Second); took > limit {
-		t.Errorf("grading took %v; a step is stopped by %v, and no submission waits for two others", took, cfg.StepTimeout+16*time.Second)
+	// Every step is stopped by its limit (+ 16 s to kill what is left):
+	// the sleepers sleep for days, so a step that was never stopped shows
+	// here. Judged per step, not on the whole grading, whose time is the
+	// machine's load (builds included), not the grader's doing.
+	for _, r := range rep.Graded {
+		for _, s := range r.Steps {
+			if limit := 2 * (cfg.StepTimeout + 16*time.Second); s.Took > limit.Seconds() {
+				t.Errorf("%s step %d took %.0fs; a step is stopped by %v", r.Name, s.Num, s.Took, cfg.StepTimeout+16*time.Second)
+			}
+		}
 	}
 	recs := byName(t, rep.Graded)
 	if len(recs) != len(paths) {
@@ -224,18 +231,20 @@ func TestGradeCohort(t *testing.T) {
 		{"ref", allSteps, 100, []string{"8 of 8 lab steps passed"}},
 		// The waits are derived from a calibration and the load, so the
 		// message names a limit that depends on the machine: match its words.
-		{"sleeper", "1345", 50, []string{"S exits", "still running after"}},
+		// Step 1e asks every program for its help: a sleeping sender fails it.
+		{"sleeper", "345", 37.5, []string{"S exits", "still running after"}},
 		{"hostile-1", "", 0, []string{"prints one JSON object", "listening on"}},
 		// Its receiver exits at once; step 7 needs none (the lab's own
 		// holding server answers the race), so it passes there too.
-		{"hostile-2", "13457", 62.5, []string{"listening on"}},
+		// Its receiver's help exits 3: step 1e fails.
+		{"hostile-2", "3457", 50, []string{"listening on"}},
 		// Stopped by the grader's memory bound, or, on a machine too busy to
 		// fill it in time, by a wait that ran out: either way it says why.
 		{"printer", "", 0, []string{"printed without end|timed out"}},
 		{"broken", "", 0, []string{"the build failed", "syntax error"}},
 		{"empty", "", 0, []string{"is neither a Go module"}},
 		{"missing", "", 0, []string{"does not exist"}},
-		{"escaper", "1345", 50, []string{"Grader: run 1: ", "the grader killed", "sleep (pid "}}, // at the end of the step or at its time limit: the setsid child is in its cgroup
+		{"escaper", "345", 37.5, []string{"Grader: run 1: ", "the grader killed", "sleep (pid "}}, // at the end of the step or at its time limit: the setsid child is in its cgroup
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.name == "escaper" && escaper == "" {
@@ -251,7 +260,14 @@ func TestGradeCohort(t *testing.T) {
 					passed += strconv.Itoa(s.Num)
 				}
 			}
-			if passed != tc.passed || r.Score != tc.score || r.Max != 100 {
+			// tc.score is the points of the steps that passed whole; parts
+			// of the others may add to it (never a whole step's worth).
+			lost := 12.5 * float64(8-len(tc.passed))
+			partial := r.Score >= tc.score && (r.Score < tc.score+lost || lost == 0)
+			if r.Problem != "" {
+				partial = r.Score == 0 // not graded: nothing ran
+			}
+			if passed != tc.passed || !partial || r.Max != 100 {
 				t.Errorf("passed steps %q, score %v/%v; want %q, %v/100; the failures:\n%s", passed, r.Score, r.Max, tc.passed, tc.score, why(r))
 			}
 			b, err := os.ReadFile(filepath.Join(out, tc.name, "results.json"))
@@ -273,8 +289,15 @@ func TestGradeCohort(t *testing.T) {
 			if err := json.Unmarshal(b, &gs); err != nil {
 				t.Fatal(err)
 			}
-			if gs.Score != tc.score || len(gs.Tests) != 8 || gs.Tests[0].MaxScore != 12.5 {
-				t.Errorf("results.json: score %v, %d tests; want %v, 8", gs.Score, len(gs.Tests), tc.score)
+			// One test per part (per step when a step ran none), each
+			// step's tests worth its 12.5 points.
+			perStep := map[string]float64{}
+			for _, x := range gs.Tests {
+				n, _, _ := strings.Cut(x.Number, ".")
+				perStep[n] += x.MaxScore
+			}
+			if gs.Score != r.Score || len(perStep) != 8 || math.Abs(perStep["1"]-12.5) > 1e-9 {
+				t.Errorf("results.json: score %v, steps %v; want %v, 8 of 12.5", gs.Score, perStep, r.Score)
 			}
 			for _, want := range tc.detail {
 				text := strings.ReplaceAll(string(b), `\"`, `"`)
@@ -367,11 +390,16 @@ exec ` + filepath.Join(refBin, "queuectl") + ` "$@"`})
 		t.Fatal(err)
 	}
 	r := rep.Graded[0]
-	if r.Score != 60 || r.Max != 100 || len(r.Steps) != 2 {
-		t.Fatalf("score %v/%v over %d steps, want 60/100 over 2\n%s", r.Score, r.Max, len(r.Steps), log.String())
+	// Step 1's part a (backoff) is flaky and scores 0; its other parts
+	// passed both runs and keep their share of the step's 40 points.
+	parts := len(r.Steps[0].Parts)
+	want := 60 + 40*float64(parts-1)/float64(parts)
+	if parts < 2 || math.Abs(r.Score-want) > 0.01 || r.Max != 100 || len(r.Steps) != 2 {
+		t.Fatalf("score %v/%v over %d steps (%d parts in step 1), want %.3f/100 over 2\n%s%s", r.Score, r.Max, len(r.Steps), parts, want, log.String(), why(r))
 	}
 	s1, s3 := r.Steps[0], r.Steps[1]
-	if !s1.Flaky || s1.Status() != "flaky" || s1.Passes != 1 || s1.Runs != 2 || s1.Score != 0 {
+	if !s1.Flaky || s1.Status() != "flaky" || s1.Passes != 1 || s1.Runs != 2 ||
+		s1.Parts[0].Status() != "flaky" || s1.Parts[0].Score != 0 || s1.Parts[1].Status() != "passed" {
 		t.Errorf("step 1: %+v", s1)
 	}
 	if s3.Status() != "passed" || s3.Passes != 2 {

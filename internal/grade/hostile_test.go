@@ -119,12 +119,12 @@ func forge() {
 	for end := time.Now().Add(90 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
 		ms, _ := filepath.Glob(filepath.Join(out, "*", "results.json"))
 		for _, m := range ms {
-			os.WriteFile(m, []byte("{\"score\": 99.5}\n"), 0o644)
+			os.WriteFile(m, []byte("{\"score\": 4321.25}\n"), 0o644)
 		}
-		os.WriteFile(filepath.Join(out, "grades.csv"), []byte("forged,99.5\n"), 0o644)
+		os.WriteFile(filepath.Join(out, "grades.csv"), []byte("forged,4321.25\n"), 0o644)
 		os.WriteFile(filepath.Join(canary, "forged"), []byte("forged\n"), 0o644)
 		if f, err := os.OpenFile("/proc/1/fd/2", os.O_WRONLY, 0); err == nil {
-			f.WriteString("{\"score\": 99.5}\n")
+			f.WriteString("{\"score\": 4321.25}\n")
 			f.Close()
 		}
 	}
@@ -169,9 +169,12 @@ type cohortRun struct {
 // gradeCLI runs `lab grade` as a teacher does, with a secret in its environment.
 func gradeCLI(t *testing.T, out string, args []string) cohortRun {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	// A step's limit with room for a loaded grader: the steps grew parts
+	// (each a few more processes), and 30 s ran out for the reference at
+	// 12 runnable processes per core in CI.
+	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, labBin, append([]string{"grade", "--out", out, "--timeout", "30s"}, args...)...)
+	cmd := exec.CommandContext(ctx, labBin, append([]string{"grade", "--out", out, "--timeout", "90s"}, args...)...)
 	cmd.Env = append(os.Environ(), "SNACKLAB_TEST_SECRET=hunter2-"+strconv.Itoa(os.Getpid()))
 	var b bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &b, &b
@@ -381,7 +384,7 @@ func TestHostileCohort(t *testing.T) {
 		if n := dialed.Load(); n > 0 {
 			t.Errorf("a submission connected %d times to a listener on the host's loopback", n)
 		}
-		if bad := dirty(out, secret, "99.5"); len(bad) > 0 {
+		if bad := dirty(out, secret, "4321.25"); len(bad) > 0 {
 			t.Errorf("the reports under --out:\n%s", strings.Join(bad, "\n"))
 		}
 		for _, c := range []string{"\x1b", "\x01", secret} {

@@ -17,7 +17,9 @@ func TestJUnitValidatesAgainstSchema(t *testing.T) {
 	steps := []grade.StepRecord{
 		{Num: 1, Slug: "retry", Points: 25, Score: 25, Passes: 2, Runs: 2, Output: "ok"},
 		{Num: 2, Slug: "durable", Points: 25, Passes: 0, Runs: 2, Reason: "lost a job", Output: "✗ lost"},
-		{Num: 3, Slug: "claim", Points: 25, Passes: 1, Runs: 2, Flaky: true, Reason: "two winners", Output: "✗ two"},
+		{Num: 3, Slug: "claim", Points: 25, Passes: 1, Runs: 2, Flaky: true, Reason: "two winners", Output: "✗ two", Parts: []grade.PartRecord{
+			{ID: "a", Name: "a: lease", Points: 12.5, Score: 12.5, Passes: 2, Runs: 2, Output: "ok"},
+			{ID: "b", Name: "b: spent", Points: 12.5, Passes: 1, Runs: 2, Reason: "[b] two winners", Output: "✗ [b] two winners"}}},
 		{Num: 4, Slug: "finish", Points: 25},
 	}
 	for _, tc := range []struct {
@@ -33,6 +35,9 @@ func TestJUnitValidatesAgainstSchema(t *testing.T) {
 				t.Fatal(err)
 			}
 			junittest.Validate(t, tc.name+" junit.xml", b.Bytes())
+			if tc.name == "graded" && !strings.Contains(b.String(), `<property name="step3_claim_b.score" value="0">`) {
+				t.Errorf("junit.xml: expected a testcase per part of step 3 with its score, observed:\n%s", b.String())
+			}
 			if !strings.Contains(b.String(), `<property name="step4_finish.points" value="25">`) {
 				t.Errorf("junit.xml: expected step 4's points as the suite property step4_finish.points, observed:\n%s", b.String())
 			}

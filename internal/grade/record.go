@@ -1,6 +1,7 @@
 package grade
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -9,7 +10,8 @@ import (
 	"strings"
 	"time"
 
-	"snacklab/labsteps"
+	"snacklab/labsteps/report"
+	"snacklab/labsteps/result"
 )
 
 // Record is one submission's grade: what the cohort reports are made of.
@@ -31,21 +33,51 @@ type Record struct {
 	Steps    []StepRecord `json:"-"`
 }
 
-// StepRecord is one step of a submission, over all its runs.
+// StepRecord is one step of a submission, over all its runs. Its score is
+// the sum of its parts' (see PartRecord).
 type StepRecord struct {
-	Num    int      `json:"step"`
-	Slug   string   `json:"slug"`
-	Title  string   `json:"-"`
-	Points float64  `json:"-"`
-	Score  float64  `json:"-"`
-	Passes int      `json:"passes"`
-	Runs   int      `json:"runs"` // 0: not run (build failed, invalid submission)
-	Flaky  bool     `json:"flaky,omitempty"`
-	Reason string   `json:"reason,omitempty"` // the failure, in one line
-	Replay string   `json:"replay,omitempty"` // the command that replays the step
-	Kept   []string `json:"kept,omitempty"`   // work dirs of failing runs
-	Output string   `json:"-"`
-	Took   float64  `json:"took_s"` // seconds, the slowest run
+	Num    int          `json:"step"`
+	Slug   string       `json:"slug"`
+	Title  string       `json:"title,omitempty"`
+	Points float64      `json:"-"`
+	Score  float64      `json:"-"`
+	Passes int          `json:"passes"`
+	Runs   int          `json:"runs"` // 0: not run (build failed, invalid submission)
+	Flaky  bool         `json:"flaky,omitempty"`
+	Reason string       `json:"reason,omitempty"` // the failure, in one line
+	Replay string       `json:"replay,omitempty"` // the command that replays the step
+	Kept   []string     `json:"kept,omitempty"`   // work dirs of failing runs
+	Output string       `json:"-"`
+	Took   float64      `json:"took_s"` // seconds, the slowest run
+	Parts  []PartRecord `json:"-"`      // one results.json test each; none: the step is one test
+}
+
+// PartRecord is one part of a step (harness.Parallel's), scored on its own:
+// its points only when it passed every run; a flaky part scores 0.
+type PartRecord struct {
+	ID         string   `json:"part"`      // "c"
+	Name       string   `json:"part_name"` // "c: redirects are never followed"
+	Points     float64  `json:"-"`
+	Score      float64  `json:"-"`
+	Passes     int      `json:"part_passes"`
+	Runs       int      `json:"part_runs"`
+	Reason     string   `json:"part_reason,omitempty"` // every failure's plain cause, joined
+	Clauses    []string `json:"clauses,omitempty"`     // the contract clauses its failures judge
+	Output     string   `json:"-"`
+	Visibility string   `json:"-"`
+}
+
+// Status is passed, failed, flaky or not run.
+func (p PartRecord) Status() string {
+	switch {
+	case p.Runs == 0:
+		return "not run"
+	case p.Passes > 0 && p.Passes < p.Runs:
+		return "flaky"
+	case p.Passes == p.Runs:
+		return "passed"
+	}
+	return "failed"
 }
 
 // Status is passed, failed, flaky (passed in some runs, failed in others:
@@ -86,60 +118,60 @@ func (r Record) Flaky() []StepRecord {
 
 // ---- Gradescope results.json ----
 
-type gsTest struct {
-	Name         string     `json:"name"`
-	OutputFormat string     `json:"output_format"`
-	Number       string     `json:"number"`
-	Score        float64    `json:"score"`
-	MaxScore     float64    `json:"max_score"`
-	Status       string     `json:"status"`
-	Output       string     `json:"output"`
-	Visibility   string     `json:"visibility"`
-	Extra        StepRecord `json:"extra_data"`
-}
-
-type gsResults struct {
-	Score         float64  `json:"score"`
-	OutputFormat  string   `json:"output_format"`
-	ExecutionTime float64  `json:"execution_time"`
-	Output        string   `json:"output"`
-	Visibility    string   `json:"visibility"`
-	Tests         []gsTest `json:"tests"`
-	Extra         Record   `json:"extra_data"`
+// testExtra is a results.json test's extra_data: its step and, for a part,
+// the part; what ReadResults rebuilds the record from.
+type testExtra struct {
+	StepRecord
+	*PartRecord
 }
 
 // maxOutput bounds one test's output (Gradescope shows it on a web page).
 const maxOutput = 16 << 10
 
-// WriteResults writes Gradescope's results.json: one test per graded step
-// with its points, the top-level output saying the verdict (and the
-// compiler's output when the build failed).
-func WriteResults(w io.Writer, r Record) error {
-	// output_format text: a compiler error's "<-chan" is not HTML.
-	out := gsResults{Score: r.Score, OutputFormat: "text", ExecutionTime: r.Took, Visibility: "visible", Tests: []gsTest{}, Extra: r}
+// Gradescope is a record as results.json: one test per part of each graded
+// step (per step when it has no parts) with its points and visibility,
+// written by report.EncodeGradescope like every results.json of the lab.
+func (r Record) Gradescope(s report.Scheme) report.Gradescope {
+	out := report.Gradescope{Score: r.Score, ExecutionTime: r.Took, Visibility: s.Whole(), Extra: r}
 	out.Output = r.summary()
 	if r.BuildOut != "" {
 		out.Output += "\n\n" + r.BuildOut
 	}
-	for _, s := range r.Steps {
-		status := "failed"
-		if s.Status() == "passed" {
-			status = "passed"
+	for _, st := range r.Steps {
+		if len(st.Parts) == 0 {
+			status := "failed"
+			if st.Status() == "passed" {
+				status = "passed"
+			}
+			out.Tests = append(out.Tests, report.GradescopeTest{Name: fmt.Sprintf("Step %d: %s", st.Num, st.Title), Number: strconv.Itoa(st.Num),
+				Score: st.Score, MaxScore: st.Points, Status: status, Output: clip(st.Output, maxOutput),
+				Visibility: s.VisibilityOf(st.Num, ""), Extra: testExtra{StepRecord: st}})
+			continue
 		}
-		out.Tests = append(out.Tests, gsTest{Name: fmt.Sprintf("Step %d: %s", s.Num, s.Title), OutputFormat: "text", Number: strconv.Itoa(s.Num),
-			Score: s.Score, MaxScore: s.Points, Status: status, Output: clip(s.Output, maxOutput), Visibility: "visible",
-			Extra: s})
+		for _, p := range st.Parts {
+			status := "failed"
+			if p.Status() == "passed" {
+				status = "passed"
+			}
+			ps := report.PartScore{Step: result.Step{Num: st.Num, Title: st.Title}, ID: p.ID, Name: p.Name}
+			out.Tests = append(out.Tests, report.GradescopeTest{Name: ps.Title(), Number: ps.Key(),
+				Score: p.Score, MaxScore: p.Points, Status: status, Output: clip(p.Output, maxOutput),
+				Visibility: cmp.Or(p.Visibility, s.VisibilityOf(st.Num, p.ID)), Extra: testExtra{StepRecord: st, PartRecord: &p}})
+		}
 	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(out)
+	return out
+}
+
+// WriteResults writes Gradescope's results.json with every test visible.
+func WriteResults(w io.Writer, r Record) error {
+	return report.EncodeGradescope(w, r.Gradescope(report.Scheme{}))
 }
 
 // summary is the one-paragraph verdict at the top of results.json.
 func (r Record) summary() string {
-	mode := ""
+	mode := "\nGraded against " + result.ContractText + "."
 	if r.Mode != "" {
-		mode = "\nGraded " + r.Mode + "."
+		mode = "\nGraded " + r.Mode + ", against " + result.ContractText + "."
 	}
 	if r.Problem != "" {
 		return fmt.Sprintf("%s: 0 of %s points. %s%s", r.Name, num(r.Max), r.Problem, mode)
@@ -149,19 +181,46 @@ func (r Record) summary() string {
 		s += fmt.Sprintf(" in every one of %d runs", r.Runs)
 	}
 	s += "."
+	for _, st := range r.Steps {
+		var failed []string
+		for _, p := range st.Parts {
+			if p.Status() != "passed" {
+				failed = append(failed, p.ID)
+			}
+		}
+		if len(failed) > 0 {
+			s += fmt.Sprintf("\nStep %d %s: %s of %s points; parts %s did not pass.", st.Num, st.Slug, num(st.Score), num(st.Points), strings.Join(failed, ", "))
+		}
+	}
 	for _, f := range r.Flaky() {
-		s += fmt.Sprintf("\nStep %d %s is flaky: it passed %d of %d runs and scores 0. Re-run it on your machine, repeatedly: %s", f.Num, f.Slug, f.Passes, f.Runs, StudentReplay(f.Num))
+		s += fmt.Sprintf("\nStep %d %s is flaky: it passed %d of %d runs; its parts that failed in some runs score 0. Re-run it on your machine, repeatedly: %s", f.Num, f.Slug, f.Passes, f.Runs, StudentReplay(f.Num))
 	}
 	return s + mode
 }
 
-// ReadResults reads a results.json that WriteResults wrote back into a Record.
+// gsIn is results.json as ReadResults reads it back.
+type gsIn struct {
+	Score         float64 `json:"score"`
+	ExecutionTime float64 `json:"execution_time"`
+	Tests         []struct {
+		Name     string    `json:"name"`
+		Score    float64   `json:"score"`
+		MaxScore float64   `json:"max_score"`
+		Output   string    `json:"output"`
+		Visible  string    `json:"visibility"`
+		Extra    testExtra `json:"extra_data"`
+	} `json:"tests"`
+	Extra Record `json:"extra_data"`
+}
+
+// ReadResults reads a results.json that lab grade wrote back into a Record:
+// the tests of one step's parts join into its StepRecord.
 func ReadResults(path string) (Record, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return Record{}, err
 	}
-	var in gsResults
+	var in gsIn
 	if err := json.Unmarshal(b, &in); err != nil {
 		return Record{}, fmt.Errorf("%s: %w", path, err)
 	}
@@ -171,13 +230,29 @@ func ReadResults(path string) (Record, error) {
 	}
 	r.Score, r.Took = in.Score, in.ExecutionTime
 	for _, t := range in.Tests {
-		s := t.Extra
-		s.Title = strings.TrimPrefix(t.Name, fmt.Sprintf("Step %d: ", s.Num))
-		s.Points, s.Score, s.Output = t.MaxScore, t.Score, Clean(t.Output)
-		r.Max += s.Points
-		r.Steps = append(r.Steps, s)
+		s := t.Extra.StepRecord
+		if n := len(r.Steps); n == 0 || r.Steps[n-1].Num != s.Num {
+			if s.Title == "" {
+				s.Title = strings.TrimPrefix(t.Name, fmt.Sprintf("Step %d: ", s.Num))
+			}
+			s.Output = Clean(t.Output)
+			r.Steps = append(r.Steps, s)
+		}
+		st := &r.Steps[len(r.Steps)-1]
+		st.Points += t.MaxScore
+		st.Score += t.Score
+		r.Max += t.MaxScore
+		if p := t.Extra.PartRecord; p != nil && p.ID != "" {
+			p.Points, p.Score, p.Output, p.Visibility = t.MaxScore, t.Score, Clean(t.Output), t.Visible
+			st.Parts = append(st.Parts, *p)
+		}
 	}
-	return r, nil
+	// Parts' shares (12.5/15) add back to their step's points.
+	r.Max = report.Round(r.Max)
+	for i := range r.Steps {
+		r.Steps[i].Points, r.Steps[i].Score = report.Round(r.Steps[i].Points), report.Round(r.Steps[i].Score)
+	}
+	return cleanRecord(r), nil
 }
 
 // ---- JUnit ----
@@ -187,7 +262,7 @@ func ReadResults(path string) (Record, error) {
 // submission could not be built or found.
 func WriteJUnit(w io.Writer, r Record) error {
 	class := "snacklab.grade." + r.Name
-	s := labsteps.JUnitSuite{Name: r.Name, Time: labsteps.JUnitSeconds(r.Took), Props: labsteps.JUnitProperties{
+	s := report.JUnitSuite{Name: r.Name, Time: report.JUnitSeconds(r.Took), Props: report.JUnitProperties{
 		{Name: "score", Value: num(r.Score)}, {Name: "max_score", Value: num(r.Max)}, {Name: "source", Value: r.Source},
 		{Name: "kind", Value: string(r.Kind)}, {Name: "runs", Value: strconv.Itoa(r.Runs)}, {Name: "mode", Value: r.Mode}}}
 	if r.Problem != "" {
@@ -195,30 +270,52 @@ func WriteJUnit(w io.Writer, r Record) error {
 		if r.Kind == KindModule {
 			name = "build"
 		}
-		s.Cases = append(s.Cases, labsteps.JUnitCase{Name: name, Classname: class,
-			Failure: &labsteps.JUnitFailure{Message: r.Problem, Type: "SubmissionNotGraded", Text: r.BuildOut}})
+		s.Cases = append(s.Cases, report.JUnitCase{Name: name, Classname: class,
+			Failure: &report.JUnitFailure{Message: r.Problem, Type: "SubmissionNotGraded", Text: r.BuildOut}})
 	}
 	for _, st := range r.Steps {
-		tc := labsteps.JUnitCase{Name: labsteps.JUnitCaseName(st.Num, st.Slug), Classname: class, Time: labsteps.JUnitSeconds(st.Took),
-			Props: labsteps.JUnitProperties{{Name: "points", Value: num(st.Points)}, {Name: "score", Value: num(st.Score)},
-				{Name: "passes", Value: strconv.Itoa(st.Passes)}, {Name: "runs", Value: strconv.Itoa(st.Runs)}}}
-		switch st.Status() {
-		case "not run":
-			tc.Skipped = &labsteps.JUnitFailure{Message: "not run: " + r.Problem}
-		case "failed", "flaky":
-			msg := st.Reason
-			typ := "LabStepFailed"
-			if st.Flaky {
-				typ = "LabStepFlaky"
-				msg = fmt.Sprintf("flaky: passed %d of %d runs; %s", st.Passes, st.Runs, st.Reason)
-			}
-			tc.Failure = &labsteps.JUnitFailure{Message: msg, Type: typ, Text: clip(st.Output, maxOutput)}
-		default:
-			tc.SystemOut = clip(st.Output, maxOutput)
+		props := func(points, score float64, passes, runs int) report.JUnitProperties {
+			return report.JUnitProperties{{Name: "points", Value: num(points)}, {Name: "score", Value: num(score)},
+				{Name: "passes", Value: strconv.Itoa(passes)}, {Name: "runs", Value: strconv.Itoa(runs)}}
 		}
-		s.Cases = append(s.Cases, tc)
+		if len(st.Parts) == 0 {
+			tc := report.JUnitCase{Name: report.JUnitCaseName(st.Num, st.Slug), Classname: class, Time: report.JUnitSeconds(st.Took),
+				Props: props(st.Points, st.Score, st.Passes, st.Runs)}
+			switch st.Status() {
+			case "not run":
+				tc.Skipped = &report.JUnitFailure{Message: "not run: " + r.Problem}
+			case "failed", "flaky":
+				msg, typ := st.Reason, "LabStepFailed"
+				if st.Flaky {
+					typ, msg = "LabStepFlaky", fmt.Sprintf("flaky: passed %d of %d runs; %s", st.Passes, st.Runs, st.Reason)
+				}
+				tc.Failure = &report.JUnitFailure{Message: msg, Type: typ, Text: clip(st.Output, maxOutput)}
+			default:
+				tc.SystemOut = clip(st.Output, maxOutput)
+			}
+			s.Cases = append(s.Cases, tc)
+			continue
+		}
+		for i, p := range st.Parts {
+			tc := report.JUnitCase{Name: report.JUnitCaseName(st.Num, st.Slug) + "_" + p.ID, Classname: class,
+				Props: props(p.Points, p.Score, p.Passes, p.Runs)}
+			if i == 0 {
+				tc.Time = report.JUnitSeconds(st.Took)
+			}
+			switch p.Status() {
+			case "failed", "flaky":
+				msg, typ := p.Reason, "LabStepFailed"
+				if p.Status() == "flaky" {
+					typ, msg = "LabStepFlaky", fmt.Sprintf("flaky: passed %d of %d runs; %s", p.Passes, p.Runs, p.Reason)
+				}
+				tc.Failure = &report.JUnitFailure{Message: msg, Type: typ, Text: clip(p.Output, maxOutput)}
+			default:
+				tc.SystemOut = clip(p.Output, maxOutput)
+			}
+			s.Cases = append(s.Cases, tc)
+		}
 	}
-	return labsteps.EncodeJUnit(w, s)
+	return report.EncodeJUnit(w, s)
 }
 
 func seconds(d time.Duration) float64 { return float64(d.Milliseconds()) / 1000 }

@@ -1,11 +1,14 @@
 package grade
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"unicode"
 )
@@ -53,6 +56,9 @@ func CheckSource(dir string) error {
 		if fi, err := d.Info(); err == nil {
 			size += fi.Size()
 		}
+		if err := checkIncludes(p, rel); err != nil {
+			return err
+		}
 		if files > maxSourceFiles || size > maxSourceBytes {
 			return fmt.Errorf("%w: more than %d files or %d MiB", ErrSource, maxSourceFiles, maxSourceBytes>>20)
 		}
@@ -77,61 +83,130 @@ func badName(s string) bool {
 
 // checkReplaces refuses go.mod replace directives whose target is a
 // directory outside the submission (a classmate's copy next to it, a
-// directory of the host). Module-path targets (example.com/x v1.2.3) come
-// from the module cache, offline, and are fine.
+// directory of the host), or no directory of it at all. go.mod is read as
+// the go command reads it (go mod edit -json), never by hand: a target
+// written "./x//../../classmate" once passed a reader that took the // for
+// a comment. A local target must, cleaned and with its symlinks resolved,
+// be inside the submission. Module-path targets (example.com/x v1.2.3)
+// come from the module cache, offline, and are fine.
 func checkReplaces(dir string) error {
-	b, err := os.ReadFile(filepath.Join(dir, "go.mod"))
+	raw, err := os.ReadFile(filepath.Join(dir, "go.mod"))
 	if err != nil {
 		return fmt.Errorf("%w: go.mod: %v", ErrSource, errors.Unwrap(err))
 	}
-	inBlock := false
-	for n, line := range strings.Split(string(b), "\n") {
-		line, _, _ = strings.Cut(line, "//")
-		f := strings.Fields(line)
-		switch {
-		case len(f) == 0:
-			continue
-		case inBlock && f[0] == ")":
-			inBlock = false
-			continue
-		case f[0] == "replace" && len(f) == 2 && f[1] == "(":
-			inBlock = true
-			continue
-		case f[0] == "replace":
-			f = f[1:]
-		case !inBlock:
+	mod, err := readGoMod(dir)
+	if err != nil {
+		return err
+	}
+	root, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return err
+	}
+	for _, r := range mod.Replace {
+		target := r.New.Path
+		if r.New.Version != "" || !localPath(target) {
 			continue
 		}
-		i := indexOf(f, "=>")
-		if i < 0 || i+1 >= len(f) {
-			continue
+		where := "go.mod" + lineOf(raw, target)
+		outside := fmt.Errorf("%w: %s replaces a module with %s, a directory outside your submission; the grader builds only the files you submitted: put the code inside your module",
+			ErrSource, where, cleanLine(target))
+		if filepath.IsAbs(target) {
+			return outside
 		}
-		target := strings.Trim(f[i+1], `"`)
-		if !localPath(target) {
-			continue
+		abs := filepath.Join(dir, target) // cleaned
+		if !within(dir, abs) {
+			return outside
 		}
-		abs := target
-		if !filepath.IsAbs(abs) {
-			abs = filepath.Join(dir, target)
+		real, err := filepath.EvalSymlinks(abs)
+		if err != nil {
+			return fmt.Errorf("%w: %s replaces a module with %s, which is not a directory of your submission", ErrSource, where, cleanLine(target))
 		}
-		if rel, err := filepath.Rel(dir, abs); err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) || filepath.IsAbs(target) {
-			return fmt.Errorf("%w: go.mod:%d replaces a module with %s, a directory outside your submission; the grader builds only the files you submitted: put the code inside your module", ErrSource, n+1, cleanLine(target))
+		if !within(root, real) {
+			return outside
 		}
 	}
 	return nil
 }
 
-func indexOf(f []string, s string) int {
-	for i, x := range f {
-		if x == s {
-			return i
+// goMod is what checkReplaces reads of `go mod edit -json`.
+type goMod struct {
+	Replace []struct {
+		Old, New struct{ Path, Version string }
+	}
+}
+
+// readGoMod parses dir/go.mod with the go command, offline and with no
+// toolchain switch; a go.mod it cannot parse is the submission's problem.
+func readGoMod(dir string) (goMod, error) {
+	var m goMod
+	cmd := exec.Command("go", "mod", "edit", "-json")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GOTOOLCHAIN=local", "GOWORK=off", "GOFLAGS=", "GOPROXY=off")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		msg := strings.ReplaceAll(strings.TrimSpace(stderr.String()), dir+string(filepath.Separator), "")
+		return m, fmt.Errorf("%w: go.mod cannot be read (go mod edit: %v: %s)", ErrSource, err, cleanLine(msg))
+	}
+	if err := json.Unmarshal(out, &m); err != nil {
+		return m, fmt.Errorf("go mod edit -json: %w", err)
+	}
+	return m, nil
+}
+
+// within: path is dir or below it (both clean).
+func within(dir, path string) bool {
+	rel, err := filepath.Rel(dir, path)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) && !filepath.IsAbs(rel)
+}
+
+// lineOf is ":N" for the first line of go.mod holding s, "" when none does.
+func lineOf(gomod []byte, s string) string {
+	for n, line := range strings.Split(string(gomod), "\n") {
+		if strings.Contains(line, s) {
+			return fmt.Sprintf(":%d", n+1)
 		}
 	}
-	return -1
+	return ""
 }
 
 // localPath reports a replace target that is a file path, as cmd/go reads
 // it: absolute, or starting with ./ or ../ (or . and .. themselves).
 func localPath(p string) bool {
 	return filepath.IsAbs(p) || p == "." || p == ".." || strings.HasPrefix(p, "./") || strings.HasPrefix(p, "../")
+}
+
+// checkIncludes refuses an assembler file (.s, or a header it includes)
+// whose #include names an absolute path or climbs with "..": the assembler
+// reads what it includes, and a file of the grading machine (/etc/passwd,
+// /proc/self/fd/1, which hangs) would be read, or leaked into the results
+// by the error about it. Includes of the submission's own files and of the
+// Go toolchain's headers ("textflag.h") stay allowed.
+func checkIncludes(path, rel string) error {
+	switch strings.ToLower(filepath.Ext(path)) {
+	case ".s", ".h":
+	default:
+		return nil
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("%w: %s: %v", ErrSource, rel, errors.Unwrap(err))
+	}
+	for n, line := range strings.Split(string(b), "\n") {
+		rest, ok := strings.CutPrefix(strings.TrimSpace(line), "#")
+		if !ok {
+			continue
+		}
+		rest, ok = strings.CutPrefix(strings.TrimSpace(rest), "include")
+		if !ok {
+			continue
+		}
+		name := strings.Trim(strings.TrimSpace(rest), `"<>`)
+		if filepath.IsAbs(name) || slices.Contains(strings.Split(filepath.ToSlash(name), "/"), "..") || strings.Contains(name, `\`) {
+			return fmt.Errorf("%w: %s:%d includes %s, a file outside your submission; include only files of your module (or the toolchain's textflag.h)",
+				ErrSource, rel, n+1, cleanLine(name))
+		}
+	}
+	return nil
 }

@@ -21,7 +21,30 @@ func TestCheckSource(t *testing.T) {
 	}{
 		{"plain module", func(t *testing.T, dir string) {}, ""},
 		{"replace inside", func(t *testing.T, dir string) {
-			writeFiles(t, dir, map[string]string{"go.mod": "module m\n\ngo 1.26\n\nreplace example.com/x => ./third_party/x\n"})
+			writeFiles(t, dir, map[string]string{"go.mod": "module m\n\ngo 1.26\n\nreplace example.com/x => ./third_party/x\n",
+				"third_party/x/go.mod": "module example.com/x\n"})
+		}, ""},
+		{"replace inside, missing", func(t *testing.T, dir string) {
+			writeFiles(t, dir, map[string]string{"go.mod": "module m\n\ngo 1.26\n\nreplace example.com/x => ./third_party/y\n"})
+		}, "go.mod:5 replaces a module with ./third_party/y, which is not a directory of your submission"},
+		{"replace with // inside the path", func(t *testing.T, dir string) {
+			os.MkdirAll(filepath.Join(dir, "x"), 0o755)
+			os.MkdirAll(filepath.Join(filepath.Dir(dir), "classmate"), 0o755)
+			writeFiles(t, dir, map[string]string{"go.mod": "module m\n\ngo 1.26\n\nreplace snacklab => \"./x//../../classmate\"\n"})
+		}, "go.mod:5 replaces a module with ./x//../../classmate, a directory outside your submission"},
+		{"replace into a dir linked outside", func(t *testing.T, dir string) {
+			// The walk refuses the link itself first.
+			os.Symlink("..", filepath.Join(dir, "up"))
+			writeFiles(t, dir, map[string]string{"go.mod": "module m\n\ngo 1.26\n\nreplace snacklab => ./up\n"})
+		}, "up is a symbolic link"},
+		{"asm include of an absolute path", func(t *testing.T, dir string) {
+			writeFiles(t, dir, map[string]string{"cmd/queuectl/x_amd64.s": "#include \"textflag.h\"\n#include \"/etc/passwd\"\n"})
+		}, "cmd/queuectl/x_amd64.s:2 includes /etc/passwd, a file outside your submission"},
+		{"asm include climbing out", func(t *testing.T, dir string) {
+			writeFiles(t, dir, map[string]string{"cmd/queuectl/x_amd64.s": "#  include <../../../../other/queue.h>\n"})
+		}, "x_amd64.s:1 includes ../../../../other/queue.h"},
+		{"asm include of the toolchain and own headers", func(t *testing.T, dir string) {
+			writeFiles(t, dir, map[string]string{"cmd/queuectl/x_amd64.s": "#include \"textflag.h\"\n#include \"own.h\"\n", "cmd/queuectl/own.h": "// nothing\n"})
 		}, ""},
 		{"replace by module path", func(t *testing.T, dir string) {
 			writeFiles(t, dir, map[string]string{"go.mod": "module m\n\nreplace (\n\texample.com/x v1.0.0 => example.com/y v1.2.0\n)\n"})

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"snacklab/labsteps"
+	"snacklab/labsteps/report"
 )
 
 // Kind is what a submission path holds.
@@ -183,55 +184,150 @@ func DefaultPoints() Points {
 // points), or, when spec holds no '=', the file it names: the same pairs,
 // one or more per line, separated by commas or white space, '#' starting a
 // comment. Only the listed steps are graded. Points are >= 0 and their sum
-// is > 0.
+// is > 0. See ParseScheme for what else a points file may say.
 func ParsePoints(spec string) (Points, error) {
+	p, _, err := ParseScheme(spec)
+	return p, err
+}
+
+// ParseScheme reads a points spec or file (see ParsePoints) with, besides
+// STEP=POINTS pairs:
+//   - STEP.PART=WEIGHT (6.c=2): the part's weight within its step, whose
+//     points are split among its parts in proportion (1 for a part not
+//     named), so the step's total stays its points;
+//   - KEY=VISIBILITY, KEY a step (6), a part (6.c) or * for the whole
+//     results.json, VISIBILITY one of Gradescope's visible, hidden,
+//     after_due_date, after_published.
+//
+// A spec with no STEP=POINTS pair grades every step with DefaultPoints.
+func ParseScheme(spec string) (Points, report.Scheme, error) {
 	src := spec
 	if !strings.Contains(spec, "=") {
 		b, err := os.ReadFile(spec)
 		if err != nil {
-			return nil, fmt.Errorf("--points %s: %w (want pairs like 1=10,2=10 or a file of them)", spec, err)
+			return nil, report.Scheme{}, fmt.Errorf("--points %s: %w (want pairs like 1=10,2=10 or a file of them)", spec, err)
 		}
 		src = string(b)
 	}
-	bySlug := map[string]int{}
-	for _, s := range labsteps.Steps() {
-		bySlug[s.Slug] = s.Num
-	}
 	p := Points{}
-	total := 0.0
+	sc := report.Scheme{Weights: map[string]float64{}, Visibility: map[string]string{}}
+	total, others := 0.0, 0
 	for ln, line := range strings.Split(src, "\n") {
 		line, _, _ = strings.Cut(line, "#")
 		for _, f := range strings.FieldsFunc(line, func(r rune) bool { return r == ',' || r == ' ' || r == '\t' || r == '\r' }) {
-			k, v, ok := strings.Cut(f, "=")
 			where := fmt.Sprintf("%q", f)
 			if src != spec {
 				where = fmt.Sprintf("%s:%d: %q", spec, ln+1, f)
 			}
-			n, err := strconv.Atoi(k)
-			if k == CrashName { // lab crash, graded (crash.go)
-				n, err = CrashItem, nil
+			k, v, ok := strings.Cut(f, "=")
+			if !ok {
+				return nil, sc, fmt.Errorf("--points %s: want KEY=VALUE", where)
 			}
-			if err != nil {
-				n, ok = bySlug[k], ok && bySlug[k] != 0
-			}
-			if !ok || (n < 1 || n > len(labsteps.Steps())) && !(k == CrashName && n == CrashItem) {
-				return nil, fmt.Errorf("--points %s: want STEP=POINTS with STEP 1–%d or a step's name (retry, durable, …)", where, len(labsteps.Steps()))
+			if slices.Contains(report.Visibilities(), v) {
+				key, err := visibilityKey(k)
+				if err != nil {
+					return nil, sc, fmt.Errorf("--points %s: %w", where, err)
+				}
+				sc.Visibility[key] = v
+				others++
+				continue
 			}
 			x, err := strconv.ParseFloat(v, 64)
 			if err != nil || x < 0 || math.IsInf(x, 0) || math.IsNaN(x) {
-				return nil, fmt.Errorf("--points %s: points must be a number >= 0", where)
+				return nil, sc, fmt.Errorf("--points %s: points must be a number >= 0 (or a visibility: %s)", where, strings.Join(report.Visibilities(), ", "))
+			}
+			if step, part, isPart := strings.Cut(k, "."); isPart {
+				n, ok := stepNum(step)
+				if !ok || part == "" || strings.Trim(part, "abcdefghijklmnopqrstuvwxyz") != "" {
+					return nil, sc, fmt.Errorf("--points %s: want STEP.PART=WEIGHT, PART a letter (6.c=2)", where)
+				}
+				sc.Weights[report.Key(n, part)] = x
+				others++
+				continue
+			}
+			n, ok := stepNum(k)
+			if !ok {
+				return nil, sc, fmt.Errorf("--points %s: want STEP=POINTS with STEP 1–%d or a step's name (retry, durable, …)", where, len(labsteps.Steps()))
 			}
 			if _, dup := p[n]; dup {
-				return nil, fmt.Errorf("--points %s: step %d given twice", where, n)
+				return nil, sc, fmt.Errorf("--points %s: step %d given twice", where, n)
 			}
 			p[n] = x
 			total += x
 		}
 	}
-	if len(p) == 0 || total <= 0 {
-		return nil, fmt.Errorf("--points %s: no points given; want pairs like 1=10,2=10 summing to more than 0", spec)
+	if len(p) == 0 && others > 0 {
+		p, total = DefaultPoints(), 100
 	}
-	return p, nil
+	if len(p) == 0 || total <= 0 {
+		return nil, sc, fmt.Errorf("--points %s: no points given; want pairs like 1=10,2=10 summing to more than 0", spec)
+	}
+	for k := range sc.Weights {
+		n, _ := strconv.Atoi(strings.SplitN(k, ".", 2)[0])
+		if _, ok := p[n]; !ok {
+			return nil, sc, fmt.Errorf("--points %s: part %s of a step that is not graded", spec, k)
+		}
+	}
+	return p, sc, nil
+}
+
+// stepNum reads a step's number or slug (or crashpoints and powercut,
+// graded lab crash: crash.go).
+func stepNum(k string) (int, bool) {
+	switch k {
+	case CrashName:
+		return CrashItem(), true
+	case PowerCutName:
+		return PowerCutItem(), true
+	}
+	if n, err := strconv.Atoi(k); err == nil {
+		return n, n >= 1 && n <= len(labsteps.Steps())
+	}
+	for _, s := range labsteps.Steps() {
+		if s.Slug == k {
+			return s.Num, true
+		}
+	}
+	return 0, false
+}
+
+// visibilityKey reads what a visibility applies to: * or all (the whole
+// submission), a step (6 or run-once) or a part (6.c).
+func visibilityKey(k string) (string, error) {
+	if k == "*" || k == "all" {
+		return "", nil
+	}
+	step, part, isPart := strings.Cut(k, ".")
+	n, ok := stepNum(step)
+	if !ok || (isPart && (part == "" || strings.Trim(part, "abcdefghijklmnopqrstuvwxyz") != "")) {
+		return "", fmt.Errorf("a visibility is for * (everything), a step (6) or a part (6.c), not %q", k)
+	}
+	return report.Key(n, part), nil
+}
+
+// ParseVisibility reads --visibility: one of Gradescope's values for the
+// whole submission (hidden), or KEY=VALUE pairs as in a points file
+// (*=after_due_date,6.n=hidden), into s's visibilities.
+func ParseVisibility(spec string, s *report.Scheme) error {
+	if s.Visibility == nil {
+		s.Visibility = map[string]string{}
+	}
+	if slices.Contains(report.Visibilities(), spec) {
+		s.Visibility[""] = spec
+		return nil
+	}
+	for _, f := range strings.Split(spec, ",") {
+		k, v, ok := strings.Cut(strings.TrimSpace(f), "=")
+		if !ok || !slices.Contains(report.Visibilities(), v) {
+			return fmt.Errorf("--visibility %q: want one of %s, or KEY=VALUE pairs (*=hidden,6.c=after_due_date)", f, strings.Join(report.Visibilities(), ", "))
+		}
+		key, err := visibilityKey(k)
+		if err != nil {
+			return fmt.Errorf("--visibility %q: %w", f, err)
+		}
+		s.Visibility[key] = v
+	}
+	return nil
 }
 
 // Steps lists the graded steps in order.
@@ -259,6 +355,12 @@ func (p Points) String() string {
 	var parts []string
 	for _, s := range p.Steps() {
 		parts = append(parts, fmt.Sprintf("%d=%s", s.Num, num(p[s.Num])))
+	}
+	if x := p.CrashPoints(); x > 0 {
+		parts = append(parts, CrashName+"="+num(x))
+	}
+	if x := p.PowerCutPoints(); x > 0 {
+		parts = append(parts, PowerCutName+"="+num(x))
 	}
 	return strings.Join(parts, ",")
 }

@@ -5,7 +5,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"snacklab/labsteps"
+	"snacklab/labsteps/result"
 )
 
 // Every byte a submission produced — build output, file names, what its
@@ -68,6 +68,15 @@ func cleanRecord(r Record) Record {
 	steps := make([]StepRecord, len(r.Steps))
 	for i, s := range r.Steps {
 		s.Reason, s.Replay, s.Output, s.Title = cleanLine(s.Reason), cleanLine(s.Replay), Clean(s.Output), cleanLine(s.Title)
+		s.Parts = append([]PartRecord(nil), s.Parts...)
+		for j := range s.Parts {
+			pr := &s.Parts[j]
+			pr.Name, pr.Reason, pr.Output = cleanLine(pr.Name), cleanLine(pr.Reason), Clean(pr.Output)
+			pr.Clauses = append([]string(nil), pr.Clauses...)
+			for k := range pr.Clauses {
+				pr.Clauses[k] = cleanLine(pr.Clauses[k])
+			}
+		}
 		s.Kept = append([]string(nil), s.Kept...)
 		for j := range s.Kept {
 			s.Kept[j] = cleanLine(s.Kept[j])
@@ -78,16 +87,20 @@ func cleanRecord(r Record) Record {
 	return r
 }
 
-// cleanResult makes a lab result's texts plain before the HTML report is
-// made of them.
-func cleanResult(r labsteps.Result) labsteps.Result {
+// CleanResult makes a lab result's texts plain before any report is made
+// of them.
+func CleanResult(r result.Result) result.Result {
 	r.Narrative, r.Problem, r.Dir, r.LogDir = Clean(r.Narrative), Clean(r.Problem), Clean(r.Dir), Clean(r.LogDir)
-	r.Checks = append([]labsteps.Check(nil), r.Checks...)
+	r.Checks = append([]result.Check(nil), r.Checks...)
 	for i := range r.Checks {
 		c := &r.Checks[i]
-		c.What, c.Expected, c.Observed, c.Why = Clean(c.What), Clean(c.Expected), Clean(c.Observed), Clean(c.Why)
+		c.What, c.Expected, c.Observed, c.Why, c.Part = Clean(c.What), Clean(c.Expected), Clean(c.Observed), Clean(c.Why), Clean(c.Part)
 	}
-	r.Events = append([]labsteps.Event(nil), r.Events...)
+	r.Parts = append([]string(nil), r.Parts...)
+	for i := range r.Parts {
+		r.Parts[i] = Clean(r.Parts[i])
+	}
+	r.Events = append([]result.Event(nil), r.Events...)
 	for i := range r.Events {
 		e := &r.Events[i]
 		e.Text, e.Lane, e.Section = Clean(e.Text), Clean(e.Lane), Clean(e.Section)

@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"snacklab/labsteps"
+	"snacklab/labsteps/report"
+	"snacklab/labsteps/result"
 )
 
 // WorkerArg, as the first argument after Config.Worker's prefix, makes a
@@ -51,8 +53,8 @@ const (
 
 // workerResult is what a worker writes for the grader.
 type workerResult struct {
-	Result labsteps.Result `json:"result"`
-	Notes  []string        `json:"notes,omitempty"` // what the worker had to do: orphans killed, leftovers swept
+	Result result.Result `json:"result"`
+	Notes  []string      `json:"notes,omitempty"` // what the worker had to do: orphans killed, leftovers swept
 }
 
 // WorkerMain runs one step as told by args (-bin, -step, -timeout, -work,
@@ -95,7 +97,7 @@ func WorkerMain(args []string, stderr io.Writer) int {
 	}
 	s := steps[0]
 	cfg := labsteps.Config{Bin: *bin, WorkRoot: *work, StepTimeout: *timeout, Parallel: 1}
-	done := make(chan labsteps.Result, 1)
+	done := make(chan result.Result, 1)
 	go func() { done <- labsteps.RunStep(context.Background(), cfg, s) }()
 
 	t0 := time.Now()
@@ -126,7 +128,7 @@ func WorkerMain(args []string, stderr io.Writer) int {
 			}
 		}
 		if rss := residentBytes(); *mem > 0 && rss > *mem {
-			r := labsteps.Result{Step: s, Took: elapsed, Problem: fmt.Sprintf(
+			r := result.Result{Step: s.Step, Took: elapsed, Problem: fmt.Sprintf(
 				"the grader stopped this step: the harness holding what the programs printed grew to %d MiB (limit %d MiB); a process printed without end",
 				rss>>20, *mem>>20)}
 			if m, _ := filepath.Glob(filepath.Join(*work, fmt.Sprintf("snacklab-step%d-*", s.Num))); len(m) == 1 {
@@ -140,7 +142,7 @@ func WorkerMain(args []string, stderr io.Writer) int {
 }
 
 func writeResult(path string, wr workerResult, stderr io.Writer) int {
-	if err := labsteps.WriteFile(path, func(w io.Writer) error { return json.NewEncoder(w).Encode(wr) }); err != nil {
+	if err := report.WriteFile(path, func(w io.Writer) error { return json.NewEncoder(w).Encode(wr) }); err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", WorkerArg, err)
 		return 1
 	}
@@ -149,7 +151,7 @@ func writeResult(path string, wr workerResult, stderr io.Writer) int {
 
 // trimResult keeps a result small enough to hand back and report: the head
 // and tail of a long story, and bounded check texts.
-func trimResult(r labsteps.Result) labsteps.Result {
+func trimResult(r result.Result) result.Result {
 	r.Narrative = clip(r.Narrative, maxNarrative)
 	for i := range r.Checks {
 		r.Checks[i].Observed = clip(r.Checks[i].Observed, 4<<10)
@@ -318,12 +320,12 @@ func programEnv() []string {
 // Whatever happens in the worker, it returns a result: a worker that dies or
 // overruns becomes a failed step saying so, and every process of its group
 // is killed before it returns.
-func (g *grader) runIsolated(ctx context.Context, bin string, s labsteps.Step, workRoot, tag string) (labsteps.Result, []string) {
+func (g *grader) runIsolated(ctx context.Context, bin string, s labsteps.Step, workRoot, tag string) (result.Result, []string) {
 	t0 := time.Now()
 	resFile := filepath.Join(g.tmp, tag+".json")
 	errFile, err := os.Create(filepath.Join(g.tmp, tag+".stderr"))
 	if err != nil {
-		return labsteps.Result{Step: s, Problem: "grader: " + err.Error()}, nil
+		return result.Result{Step: s.Step, Problem: "grader: " + err.Error()}, nil
 	}
 	defer errFile.Close()
 	hard := g.cfg.StepTimeout + hardGrace
@@ -335,7 +337,7 @@ func (g *grader) runIsolated(ctx context.Context, bin string, s labsteps.Step, w
 	stepTag := filepath.Base(g.tmp) + "." + tag
 	cg, err := g.cg.step(stepTag, g.cfg.StepMemory, stepPIDs)
 	if err != nil {
-		return labsteps.Result{Step: s, Problem: "grader: making the step's cgroup: " + err.Error()}, nil
+		return result.Result{Step: s.Step, Problem: "grader: making the step's cgroup: " + err.Error()}, nil
 	}
 	defer cg.remove()
 	if cg != nil {
@@ -362,10 +364,10 @@ func (g *grader) runIsolated(ctx context.Context, bin string, s labsteps.Step, w
 	}
 	os.Remove(resFile)
 	if readErr == nil {
-		wr.Result.Step = s
+		wr.Result.Step = s.Step
 		return wr.Result, wr.Notes
 	}
-	r := labsteps.Result{Step: s, Took: time.Since(t0)}
+	r := result.Result{Step: s.Step, Took: time.Since(t0)}
 	switch {
 	case ctx.Err() != nil:
 		r.Problem = "grading was interrupted"

@@ -22,7 +22,8 @@ import (
 	dc "github.com/ory/dockertest/v3/docker"
 
 	"snacklab/containers"
-	"snacklab/internal/systrace"
+	"snacklab/labsteps/mutants"
+	"snacklab/labsteps/systrace"
 )
 
 // Why the Docker API (go-dockerclient, as vendored by dockertest) and not
@@ -35,6 +36,22 @@ import (
 
 // ErrNoEngine wraps the error of New when no Docker engine answers.
 var ErrNoEngine = errors.New("no Docker engine reachable")
+
+// ErrCarriesMutants: the lab binary embeds the mutants, whose search texts
+// are the reference solution; a grading container must not hold them.
+var ErrCarriesMutants = errors.New("embeds the mutants (the reference's lines): build the grading lab with `CGO_ENABLED=0 go build -tags nomutants ./cmd/lab`")
+
+// carriesMutants: lab holds mutants.CarriesMark.
+func carriesMutants(lab []byte) bool { return bytes.Contains(lab, []byte(mutants.CarriesMark())) }
+
+// CarriesMutants reports whether the executable at path embeds the mutants.
+func CarriesMutants(path string) (bool, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return false, err
+	}
+	return carriesMutants(b), nil
+}
 
 // Labels put on every container an Engine creates; after an interrupted
 // grader: docker ps -aq --filter label=snacklab.isolate | xargs -r docker rm -f
@@ -97,6 +114,9 @@ func New(ctx context.Context, labBin string) (*Engine, error) {
 	lab, err := os.ReadFile(labBin)
 	if err != nil {
 		return nil, err
+	}
+	if carriesMutants(lab) {
+		return nil, fmt.Errorf("isolate: %s %w", labBin, ErrCarriesMutants)
 	}
 	sum := sha256.Sum256(lab)
 	var rnd [4]byte
@@ -165,7 +185,8 @@ func (e *Engine) build(ctx context.Context, lab []byte) error {
 	}
 	files := []file{
 		{"Dockerfile", 0o644, []byte("FROM scratch\nCOPY lab /lab\n")},
-		{"lab", 0o555, lab},
+		// Root's alone: the judged cannot read the lab (nor exec it).
+		{"lab", 0o500, lab},
 	}
 	if paths, err := systrace.Files(); err == nil {
 		files[0].body = append(files[0].body, "COPY strace/ /\n"...)
@@ -298,21 +319,30 @@ func (e *Engine) Run(ctx context.Context, opt Options) (out Outcome, err error) 
 	out.ExitCode, out.WallLimit, out.OOMKilled = res.code, res.wall, res.oom
 	out.Stdout, out.Stderr = res.stdout, res.stderr
 	out.interpret(opt, res)
+	out.scrub(stage.root, opt.SubmissionBin)
 	return out, nil
 }
 
 // create creates (not starts) the submission's container. It returns the
 // container's id whenever one exists, also with an error.
 func (e *Engine) create(ctx context.Context, opt Options, sub string) (string, error) {
-	return e.createContainer(ctx, containerSpec{
+	return e.createContainer(ctx, labSpec(opt, sub))
+}
+
+// labSpec is the container of a lab run against the staged programs in
+// sub: the lab as the judge with JudgeCaps, /sub read-only, /work and /tmp
+// tmpfs, opt's limits. lab crash's container (Crash) differs only in cmd.
+func labSpec(opt Options, sub string) containerSpec {
+	return containerSpec{
 		name:   opt.Name,
 		cmd:    opt.labArgs(),
 		env:    []string{isolatedEnv + "=1", "TMPDIR=" + tmpDir, "HOME=" + tmpDir},
 		mounts: []dc.HostMount{roBind(sub, subDir)},
 		tmpfs:  map[string]int64{workDir: opt.Limits.WorkSize, tmpDir: opt.Limits.TmpSize},
 		limits: opt.Limits,
-		user:   ContainerUser,
-	})
+		user:   JudgeUser,
+		caps:   JudgeCaps,
+	}
 }
 
 // containerSpec is what differs between the containers an Engine makes: a
@@ -326,6 +356,7 @@ type containerSpec struct {
 	tmpfs   map[string]int64 // path → size; noexec
 	limits  Limits
 	user    string
+	caps    []string // added back after dropping all
 }
 
 func roBind(src, dst string) dc.HostMount {
@@ -344,14 +375,31 @@ func rwBind(src, dst string) dc.HostMount {
 // error.
 func (e *Engine) createContainer(ctx context.Context, sp containerSpec) (string, error) {
 	name := fmt.Sprintf("snacklab-isolate-%s-%03d-%s", e.id, e.seq.Add(1), containerSafe(sp.name))
+	if err := ctx.Err(); err != nil {
+		return "", fmt.Errorf("isolate: creating container %s: %w", name, err)
+	}
+	// The create call itself is not cancelled with ctx: a request the
+	// daemon has received goes on after the client gives up, and a
+	// container it creates then has no id here to remove (one was left
+	// "created" when a grader was interrupted mid-create). A fresh context
+	// lets the call finish and return the id; the caller removes it and
+	// reports ctx's end.
+	cctx, ccancel := context.WithTimeout(context.WithoutCancel(ctx), apiTimeout)
+	defer ccancel()
 	l := sp.limits
 	tmpfs := map[string]string{}
 	for p, size := range sp.tmpfs {
-		tmpfs[p] = "rw,noexec,nosuid,nodev,mode=1777,size=" + strconv.FormatInt(size, 10)
+		// /work is the judge's (root's): the judged reach their scratch
+		// dirs through it but create nothing in it. /tmp is anyone's.
+		mode := "1777"
+		if p == workDir && sp.user == JudgeUser {
+			mode = "0711"
+		}
+		tmpfs[p] = "rw,noexec,nosuid,nodev,mode=" + mode + ",size=" + strconv.FormatInt(size, 10)
 	}
 	const period = 100_000 // µs, the CFS default
 	c, err := e.client.CreateContainer(dc.CreateContainerOptions{
-		Context: ctx,
+		Context: cctx,
 		Name:    name,
 		Config: &dc.Config{
 			Image:           e.image,
@@ -374,6 +422,7 @@ func (e *Engine) createContainer(ctx context.Context, sp containerSpec) (string,
 			Tmpfs:          tmpfs,
 			ReadonlyRootfs: true,
 			CapDrop:        []string{"ALL"},
+			CapAdd:         sp.caps,
 			SecurityOpt:    []string{"no-new-privileges:true"},
 			Memory:         l.Memory,
 			MemorySwap:     l.Memory, // the same: no swap
@@ -389,14 +438,15 @@ func (e *Engine) createContainer(ctx context.Context, sp containerSpec) (string,
 		},
 	})
 	if err != nil {
-		// The container may exist although create reported an error.
-		if cs, lerr := e.client.ListContainers(dc.ListContainersOptions{All: true,
-			Filters: map[string][]string{"name": {name}}}); lerr == nil && len(cs) == 1 {
-			return e.remember(cs[0].ID), fmt.Errorf("isolate: creating container %s: %w", name, err)
-		}
-		return "", fmt.Errorf("isolate: creating container %s: %w", name, err)
+		// The container may exist although create reported an error: it
+		// is removed by name (the API takes a name where it takes an id).
+		return e.remember(name), fmt.Errorf("isolate: creating container %s: %w", name, err)
 	}
-	return e.remember(c.ID), nil
+	e.remember(c.ID)
+	if err := ctx.Err(); err != nil {
+		return c.ID, fmt.Errorf("isolate: creating container %s: %w", name, err)
+	}
+	return c.ID, nil
 }
 
 // remember records a container the engine made, so that its tests judge
@@ -422,8 +472,16 @@ type containerResult struct {
 // limit (then kills it), and reads its exit and output.
 func (e *Engine) runContainer(ctx context.Context, id string, wall time.Duration) (containerResult, error) {
 	var res containerResult
-	if err := e.client.StartContainerWithContext(id, nil, ctx); err != nil {
+	// Not cancelled with ctx, as create: a start the daemon goes on with
+	// after the client gave up would race the removal.
+	sctx, scancel := context.WithTimeout(context.WithoutCancel(ctx), apiTimeout)
+	err := e.client.StartContainerWithContext(id, nil, sctx)
+	scancel()
+	if err != nil {
 		return res, fmt.Errorf("isolate: starting container: %w", err)
+	}
+	if ctx.Err() != nil {
+		return res, fmt.Errorf("isolate: interrupted: %w", ctx.Err())
 	}
 	t0 := time.Now()
 	wctx, cancel := context.WithTimeout(ctx, wall)

@@ -1,5 +1,7 @@
 package isolate
 
+import "context"
+
 // Marker is the line the lab writes first on stderr when isolated.
 const Marker = isolatedMarker
 
@@ -27,4 +29,23 @@ func (e *Engine) Made() []string {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return append([]string(nil), e.made...)
+}
+
+// Scrub is what Engine.Run does to an outcome before anyone sees it.
+func Scrub(o *Outcome, hostPaths ...string) { o.scrub(hostPaths...) }
+
+// CopyOut copies one built executable out, as Build does.
+func CopyOut(src, dst string) (string, error) { return copyOut(src, dst) }
+
+// WriteWarmModule writes the module a boundary's Warm builds.
+func WriteWarmModule(ctx context.Context, module, dir string) error {
+	return writeWarmModule(ctx, module, dir)
+}
+
+// InterpretCrash is what Engine.Crash makes of a container that printed
+// stderr and ended with code (wall: killed at the wall-clock limit).
+func InterpretCrash(co CrashOptions, stderr string, code int, wall bool) CrashOutcome {
+	out := CrashOutcome{ExitCode: code, WallLimit: wall, Limits: Limits{Wall: DefaultCrashWall}}
+	out.interpret(co, containerResult{code: code, wall: wall, stderr: stderr})
+	return out
 }

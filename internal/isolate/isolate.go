@@ -32,6 +32,7 @@ import (
 	"time"
 
 	"snacklab/labsteps"
+	"snacklab/labsteps/result"
 )
 
 // Limits bound what one submission's container may use.
@@ -74,9 +75,29 @@ const (
 	DefaultStepTimeout = 60 * time.Second
 )
 
-// ContainerUser is the uid:gid the lab and everything it starts run as in
-// the container: not root, and no user of the host.
+// ContainerUser is the uid:gid builds run as in their containers: not
+// root, and no user of the host.
 const ContainerUser = "65532:65532"
+
+// The identities of a grading container (docs/isolation.md): the lab, the
+// judge, runs as root with only JudgeCaps; every program of the submission,
+// the judged, runs as JudgedUID:JudgedGID with no capabilities, and can
+// write only its scratch directories. No user of the host is either.
+const (
+	JudgeUser = "0:0"
+	JudgedUID = 65533
+	JudgedGID = 65533
+)
+
+// JudgeCaps are the capabilities the lab keeps: to start the programs as
+// the judged (SETUID, SETGID), hand them their scratch directory (CHOWN),
+// end them (KILL: another uid's processes), read and lock the files they
+// make there (DAC_OVERRIDE: their directory is theirs, mode 0700), and let
+// strace, the judge's, name the files behind a judged process's
+// descriptors (SYS_PTRACE: /proc/PID/fd of another uid; without it strace
+// -y prints bare descriptor numbers and steps 2 and 7 see no lock call on
+// the queue file).
+var JudgeCaps = []string{"CHOWN", "DAC_OVERRIDE", "KILL", "SETGID", "SETUID", "SYS_PTRACE"}
 
 // Options says what to grade and how.
 type Options struct {
@@ -144,6 +165,10 @@ type Outcome struct {
 	// Problem says why some steps were not reported by the lab, or why no
 	// container ran (a program missing or not static); "" otherwise.
 	Problem string
+	// NotGraded: the lab wrote no results (killed at the wall-clock
+	// limit, crashed, stalled); every step fails with Problem, and no
+	// score is recovered from its progress lines.
+	NotGraded bool
 	// Took is the wall time from staging to removal of the container.
 	Took time.Duration
 	// Stdout is the lab's progress output; Stderr what it printed on
@@ -151,6 +176,9 @@ type Outcome struct {
 	Stdout, Stderr string
 	// Results and JUnit are the files written into Options.OutDir.
 	Results, JUnit string
+	// Reported are what the lab reported, in full (every check, part and
+	// event); a step it did not report is missing.
+	Reported []result.Result
 
 	requested []int
 }
@@ -237,8 +265,8 @@ func (o Options) defaultWall() time.Duration {
 
 // labArgs is the lab's command line in the container.
 func (o Options) labArgs() []string {
-	args := []string{"/lab", "run", "--bin", subDir, "--work", workDir, "--results", "/dev/stderr",
-		"--timeout", o.StepTimeout.String()}
+	args := []string{"/lab", "run", "--bin", subDir, "--work", workDir, "--json", "/dev/stderr",
+		"--timeout", o.StepTimeout.String(), "--judged-uid", strconv.Itoa(JudgedUID), "--judged-gid", strconv.Itoa(JudgedGID)}
 	if o.Parallel > 0 {
 		args = append(args, "--parallel", strconv.Itoa(o.Parallel))
 	}
@@ -273,38 +301,43 @@ func Run(ctx context.Context, opt Options) (Outcome, error) {
 // stepTimeout, at most parallel at once (0: all), and returns one result
 // per step in the order given. An error is the grader's own failure (no
 // Docker engine, interrupted); whatever the submission does is a result.
-type LabRunner func(ctx context.Context, bin string, steps []labsteps.Step, stepTimeout time.Duration, parallel int) ([]labsteps.Result, error)
+type LabRunner func(ctx context.Context, bin string, steps []labsteps.Step, stepTimeout time.Duration, parallel int) ([]result.Result, error)
 
 // Runner returns a LabRunner that grades in this engine's containers with
 // limits (zero fields are the defaults). The results carry no work dirs:
 // the container's /work is gone when it returns.
 func (e *Engine) Runner(limits Limits) LabRunner {
-	return func(ctx context.Context, bin string, steps []labsteps.Step, stepTimeout time.Duration, parallel int) ([]labsteps.Result, error) {
+	return func(ctx context.Context, bin string, steps []labsteps.Step, stepTimeout time.Duration, parallel int) ([]result.Result, error) {
 		nums := make([]int, len(steps))
 		for i, s := range steps {
 			nums[i] = s.Num
 		}
-		// A module's build goes to OUT/NAME/bin: name the container NAME.
-		name := filepath.Base(bin)
-		if name == "bin" {
-			name = filepath.Base(filepath.Dir(bin))
-		}
-		out, err := e.Run(ctx, Options{SubmissionBin: bin, Name: name, Steps: nums, StepTimeout: stepTimeout, Parallel: parallel, Limits: limits})
+		out, err := e.Run(ctx, Options{SubmissionBin: bin, Name: containerName(bin), Steps: nums, StepTimeout: stepTimeout, Parallel: parallel, Limits: limits})
 		if err != nil {
 			return nil, err
 		}
-		byNum := map[int]labsteps.Result{}
+		byNum := map[int]result.Result{}
 		for _, r := range out.LabResults() {
 			byNum[r.Step.Num] = r
 		}
-		res := make([]labsteps.Result, len(steps))
+		res := make([]result.Result, len(steps))
 		for i, s := range steps {
 			r, ok := byNum[s.Num]
 			if !ok {
-				r = labsteps.Result{Step: s, Problem: "the isolated run did not report this step"}
+				r = result.Result{Step: s.Step, Problem: "the isolated run did not report this step"}
 			}
 			res[i] = r
 		}
 		return res, nil
 	}
+}
+
+// containerName names a submission's container after its bin dir: a
+// module's build goes to OUT/NAME/bin, so NAME.
+func containerName(bin string) string {
+	name := filepath.Base(bin)
+	if name == "bin" {
+		name = filepath.Base(filepath.Dir(bin))
+	}
+	return name
 }

@@ -25,6 +25,7 @@ import (
 
 	"snacklab/internal/isolate"
 	"snacklab/labsteps"
+	"snacklab/labsteps/result"
 )
 
 // requireDocker turns "no Docker engine" from a skip into a failure, so that
@@ -96,7 +97,7 @@ func goBuild(out, ldflags string, pkgs ...string) error {
 	return nil
 }
 
-var hostileModes = []string{"net", "write", "fork", "mem", "sleep"}
+var hostileModes = []string{"net", "write", "fork", "mem", "sleep", "forge"}
 
 // build makes the static lab, the reference and one hostile submission per
 // mode, the builds at once.
@@ -131,7 +132,7 @@ func build(t *testing.T) binaries {
 		wg.Add(2)
 		go func() {
 			defer wg.Done()
-			errs[0] = goBuild(filepath.Join(buildDir, "lab")+"/", "", "./cmd/lab")
+			errs[0] = goBuild(filepath.Join(buildDir, "lab")+"/", "", "-tags=nomutants", "./cmd/lab")
 		}()
 		go func() {
 			defer wg.Done()
@@ -321,9 +322,10 @@ func TestHostileCohort(t *testing.T) {
 		return o
 	}
 	cases := []*gradeCase{
-		{name: "reference", opt: isolate.Options{SubmissionBin: b.reference, StepTimeout: 30 * time.Second}},
+		{name: "reference", opt: isolate.Options{SubmissionBin: b.reference, StepTimeout: 90 * time.Second}},
 		{name: "net", opt: hostile("net", isolate.Options{StepTimeout: 15 * time.Second})},
 		{name: "write", opt: hostile("write", isolate.Options{StepTimeout: 15 * time.Second})},
+		{name: "forge", opt: hostile("forge", isolate.Options{StepTimeout: 15 * time.Second})},
 		{name: "fork", opt: hostile("fork", isolate.Options{StepTimeout: 4 * time.Second, Limits: isolate.Limits{PIDs: 200}})},
 		{name: "mem", opt: hostile("mem", isolate.Options{StepTimeout: 15 * time.Second, Limits: isolate.Limits{Memory: 384 << 20}})},
 		{name: "sleep-steps", opt: hostile("sleep", isolate.Options{StepTimeout: 3 * time.Second})},
@@ -340,25 +342,25 @@ func TestHostileCohort(t *testing.T) {
 
 	// internal/grade's way in, alongside: two steps of the reference and
 	// of a hostile submission through Engine.Runner.
-	var runnerRef, runnerHostile []labsteps.Result
+	var runnerRef, runnerHostile []result.Result
 	var runnerRefErr, runnerHostileErr error
 	acceptedBefore := netAccepted.Load() // the listener outlives a test (-count)
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 		defer cancel()
 		run := e.Runner(isolate.Limits{CPUs: 0.5})
 		steps := []labsteps.Step{labsteps.Steps()[7], labsteps.Steps()[6]} // 8 then 7: the order given is kept
-		runnerRef, runnerRefErr = run(ctx, b.reference, steps, 30*time.Second, 0)
+		runnerRef, runnerRefErr = run(ctx, b.reference, steps, 90*time.Second, 0)
 		runnerHostile, runnerHostileErr = run(ctx, b.hostile["write"], steps, 10*time.Second, 1)
 	}()
 	for _, c := range cases {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+			ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 			if c.timeout > 0 {
 				ctx, cancel = context.WithTimeout(context.Background(), c.timeout)
 			}
@@ -402,8 +404,9 @@ func TestHostileCohort(t *testing.T) {
 			}
 		}
 		r := readResults(t, c.out.Results)
-		if r.Score != 0 || len(r.Tests) != 8 {
-			t.Errorf("results.json: expected score 0 over 8 tests, observed %v over %d", r.Score, len(r.Tests))
+		// One test per part of each step: at least one per step.
+		if r.Score != 0 || len(r.Tests) < 8 {
+			t.Errorf("results.json: expected score 0 over at least 8 tests (one per part), observed %v over %d", r.Score, len(r.Tests))
 		}
 		for _, tt := range r.Tests {
 			if tt.Status != "failed" || !strings.Contains(tt.Output, "✗ ") {
@@ -494,6 +497,25 @@ func TestHostileCohort(t *testing.T) {
 		}
 		if strings.Contains(all, "=OK") {
 			t.Errorf("a write succeeded:\n%s", clip(all))
+		}
+	})
+
+	t.Run("judge apart: the judged reaches no log, trace, lab.log or lab binary", func(t *testing.T) {
+		c := byName["forge"]
+		failsEverything(t, c)
+		if c.out.NotGraded {
+			t.Errorf("got not graded (%q); want the lab's own results: nothing stalled it", c.out.Problem)
+		}
+		all := outputs(c)
+		t.Logf("the program reported, in the container: %s", reportLine(all, "hostile forge: "))
+		for _, want := range []string{"fifo ../lab.log=EACCES", "symlink ../logs/01-queuectl.stdout=EACCES",
+			"list ../logs=EACCES", "read /lab=EACCES", "mkdir /work/x=EACCES"} {
+			if !strings.Contains(all, want) {
+				t.Errorf("expected the program's report to contain %q; outputs:\n%s", want, clip(all))
+			}
+		}
+		if strings.Contains(all, "=OK") || strings.Contains(all, "REFERENCE-FOUND") || strings.Contains(all, "append ") {
+			t.Errorf("an attack got through:\n%s", clip(all))
 		}
 	})
 
@@ -611,14 +633,20 @@ func TestIsolationOverhead(t *testing.T) {
 	e := newEngine(t, client)
 	const n = 5
 	var host, iso, isoAll []time.Duration
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
+	// No time limit of the test's own: on a loaded machine (load 23 per
+	// core once) the runs are slow, and a slow machine is no failure. The
+	// lab bounds each step (--timeout), the engine each container (its
+	// wall-clock limit), and go test -timeout the whole.
+	ctx := context.Background()
 	for i := range n {
 		dir := t.TempDir()
 		t0 := time.Now()
 		cmd := exec.CommandContext(ctx, b.lab, "run", "--bin", b.reference, "--results", filepath.Join(dir, "results.json"),
 			"--junit", filepath.Join(dir, "junit.xml"), "--work", dir)
 		if out, err := cmd.CombinedOutput(); err != nil {
+			if bytes.Contains(out, []byte("TIMEOUT  ")) {
+				t.Skipf("lab run on the host: a step reached its time limit: this machine is too busy to measure (%v)", err)
+			}
 			t.Fatalf("lab run on the host: %v\n%s", err, out)
 		}
 		host = append(host, time.Since(t0))
@@ -627,6 +655,9 @@ func TestIsolationOverhead(t *testing.T) {
 			t0 = time.Now()
 			out, err := e.Run(ctx, isolate.Options{SubmissionBin: b.reference, OutDir: filepath.Join(dir, fmt.Sprint("iso", cpus)),
 				Name: fmt.Sprintf("overhead-%d", i), TempDir: dir, Limits: isolate.Limits{CPUs: cpus}})
+			if err == nil && out.Passed != 8 && slowOnly(out) {
+				t.Skipf("isolated run (CPUs %v): %d/8, the others at their time limit: this machine is too busy to measure", cpus, out.Passed)
+			}
 			if err != nil || out.Passed != 8 {
 				t.Fatalf("isolated run (CPUs %v): %v, %d/8 passed, problem %q", cpus, err, out.Passed, out.Problem)
 			}
@@ -661,4 +692,17 @@ func TestNewRefusesALabThatDoesNotProtectItsOutput(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "does not protect its output when isolated") {
 		t.Errorf("expected a refusal, observed %v", err)
 	}
+}
+
+// slowOnly: every failed step of o failed at a time limit (its own, a
+// wait that ran out, said TIMEOUT, or the container's): a slow machine,
+// not a defect.
+func slowOnly(o isolate.Outcome) bool {
+	for _, s := range o.Steps {
+		timedOut := strings.Contains(s.Reason, "time limit") || strings.Contains(s.Reason, "TIMEOUT") || strings.Contains(s.Reason, "timed out")
+		if !s.Pass && !timedOut && !strings.HasPrefix(s.Reason, isolate.WallReason) {
+			return false
+		}
+	}
+	return true
 }

@@ -12,7 +12,7 @@ import (
 // validates against (a file that fails is skipped, so a CI user sees nothing).
 func TestJUnitValidatesAgainstSchema(t *testing.T) {
 	o, err := isolate.Interpret(isolate.Options{SubmissionBin: "/x/sub", Steps: []int{1, 2}}, "",
-		isolate.Marker+"\n"+gradescopeJSON(t, passed(1, 2), failedCheck(2)), 1, false, false)
+		isolate.Marker+"\n"+labJSON(t, passed(1, 2), failedCheck(2)), 1, false, false)
 	if err != nil {
 		t.Fatal(err)
 	}

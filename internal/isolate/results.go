@@ -1,7 +1,6 @@
 package isolate
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -13,35 +12,20 @@ import (
 
 	"snacklab/internal/grade"
 	"snacklab/labsteps"
+	"snacklab/labsteps/report"
+	"snacklab/labsteps/result"
 )
-
-// gradescope is results.json as the lab writes it (labsteps.WriteGradescope).
-type gradescope struct {
-	Score         float64          `json:"score"`
-	OutputFormat  string           `json:"output_format,omitempty"` // "text": a compiler's <-chan is not HTML
-	ExecutionTime float64          `json:"execution_time"`
-	Output        string           `json:"output"`
-	Visibility    string           `json:"visibility"`
-	Tests         []gradescopeTest `json:"tests"`
-}
-
-type gradescopeTest struct {
-	Name       string  `json:"name"`
-	Number     string  `json:"number"`
-	Score      float64 `json:"score"`
-	MaxScore   float64 `json:"max_score"`
-	Status     string  `json:"status"`
-	Output     string  `json:"output"`
-	Visibility string  `json:"visibility"`
-}
 
 // WallReason starts the reason of every step a container killed at the
 // wall-clock limit had not reported.
 const WallReason = "wall-clock limit"
 
 // interpret turns what the container did into the outcome's steps: the
-// lab's results when it wrote them; otherwise the steps its progress lines
-// reported, and a failure saying why for the others.
+// lab's results when it wrote them; otherwise the run is not graded, every
+// step failing with the reason. Nothing is taken from the lab's progress
+// lines on stdout: a stalled or killed lab is exactly when a submission may
+// have forged them (issue #19: a FIFO planted at lab.log stalled the lab to
+// the wall-clock limit, and forged PASS lines were then counted).
 func (o *Outcome) interpret(opt Options, res containerResult) {
 	rest, marker := strings.CutPrefix(res.stderr, isolatedMarker+"\n")
 	if !marker {
@@ -55,27 +39,28 @@ func (o *Outcome) interpret(opt Options, res containerResult) {
 	if res.stderrCut {
 		o.Stderr += "\n… (cut)"
 	}
-	if g, tail, ok := parseResults(rest, opt.Steps); ok {
+	if rs, tail, ok := parseResults(rest, opt.Steps); ok {
 		o.Stderr = tail
+		o.Reported = rs
 		reported := map[int]StepOutcome{}
-		for _, t := range g.Tests {
-			n, _ := strconv.Atoi(t.Number)
-			reported[n] = stepFromOutput(n, t.Status == "passed", t.Output)
+		for _, r := range rs {
+			reported[r.Step.Num] = stepFromResult(r)
 		}
 		o.fill(reported, "")
 		return
 	}
-	// No results: the lab was killed or died. What its progress lines had
-	// reported stands; the rest fail with the reason.
-	reported := parseProgress(res.stdout)
-	why := o.ending(res)
+	// No results: the lab was killed or died. Not graded.
+	o.NotGraded = true
 	if res.wall {
-		o.Problem = fmt.Sprintf("%s: the container was still running after %v and was killed from outside", WallReason, o.Limits.Wall)
+		o.Problem = fmt.Sprintf("%s: the container was still running after %v and was killed from outside; %s", WallReason, o.Limits.Wall, NotGradedReason)
 	} else {
-		o.Problem = "the lab ended without writing its results" + why
+		o.Problem = "the lab ended without writing its results" + o.ending(res) + "; " + NotGradedReason
 	}
-	o.fill(reported, o.Problem+"; this step had not been reported")
+	o.fill(nil, o.Problem)
 }
+
+// NotGradedReason ends the problem of a run whose lab wrote no results.
+const NotGradedReason = "not graded (no step's result is taken from what the lab printed before it stopped)"
 
 // ending says how the container ended, for a reason: the exit code, the
 // memory or pids limit when they are the likely cause, the last line the
@@ -129,78 +114,55 @@ func (o *Outcome) wants(n int) bool {
 	return false
 }
 
-// parseResults reads the Gradescope JSON the lab wrote on stderr and checks
-// it covers exactly the requested steps; tail is what followed it.
-func parseResults(stderr string, steps []int) (g gradescope, tail string, ok bool) {
+// parseResults reads the results the lab wrote on stderr (result.Encode's
+// form: every check, part and event) and checks they cover exactly the
+// requested steps; tail is what followed them.
+func parseResults(stderr string, steps []int) (rs []result.Result, tail string, ok bool) {
 	s := strings.TrimLeft(stderr, " \t\r\n")
 	if !strings.HasPrefix(s, "{") {
-		return g, "", false
+		return nil, "", false
 	}
 	dec := json.NewDecoder(strings.NewReader(s))
-	if err := dec.Decode(&g); err != nil {
-		return g, "", false
-	}
-	if len(g.Tests) != len(steps) {
-		return g, "", false
+	rs, err := result.DecodeNext(dec)
+	if err != nil || len(rs) != len(steps) {
+		return nil, "", false
 	}
 	want := map[int]bool{}
 	for _, n := range steps {
 		want[n] = true
 	}
-	for _, t := range g.Tests {
-		n, err := strconv.Atoi(t.Number)
-		if err != nil || !want[n] {
-			return g, "", false
+	for _, r := range rs {
+		if !want[r.Step.Num] {
+			return nil, "", false
 		}
-		delete(want, n)
+		delete(want, r.Step.Num)
 	}
-	return g, strings.TrimSpace(s[dec.InputOffset():]), true
+	return rs, strings.TrimSpace(s[dec.InputOffset():]), true
 }
 
-// summaryRE matches labsteps.Result.Summary: "PASS  1 retry   0.21s  Title"
-// (the verdict is PASS, FAIL or TIMEOUT: see labsteps.Result.Verdict).
+// stepFromResult is a step the lab reported with its result.
+func stepFromResult(r result.Result) StepOutcome {
+	so := StepOutcome{Num: r.Step.Num, Slug: r.Step.Slug, Title: r.Step.Title, Pass: r.Pass, Reported: true, Took: r.Took,
+		Output: r.Output()}
+	if !r.Pass {
+		var parts []string
+		for _, c := range r.Failures() {
+			parts = append(parts, c.Cause())
+		}
+		if r.Problem != "" {
+			parts = append(parts, r.Problem)
+		}
+		so.Reason = clip(strings.Join(parts, "; "), 400)
+		if so.Reason == "" {
+			so.Reason = "failed"
+		}
+	}
+	return so
+}
+
+// summaryRE matches result.Result.Summary: "PASS  1 retry   0.21s  Title"
+// (the verdict is PASS, FAIL or TIMEOUT: see result.Result.Verdict).
 var summaryRE = regexp.MustCompile(`^(PASS|FAIL|TIMEOUT)  (\d+) (\S+)\s+(\d+\.\d+)s  (.*)$`)
-
-// parseProgress reads the steps the lab reported on stdout before it was
-// stopped: each Summary line at the start of a line, and for a failure the
-// detail indented under it. Text from the graded programs appears only in
-// the indented detail, so it cannot fake a summary line.
-func parseProgress(stdout string) map[int]StepOutcome {
-	out := map[int]StepOutcome{}
-	var cur *StepOutcome
-	var detail strings.Builder
-	flush := func() {
-		if cur == nil {
-			return
-		}
-		s := stepByNum(cur.Num)
-		text := fmt.Sprintf("%s\nChecks: %s\nWhy: %s\n", strings.SplitN(cur.Output, "\n", 2)[0], s.Checks, s.Why) + detail.String()
-		out[cur.Num] = stepFromOutput(cur.Num, cur.Pass, text)
-		cur = nil
-		detail.Reset()
-	}
-	sc := bufio.NewScanner(strings.NewReader(stdout))
-	sc.Buffer(make([]byte, 64<<10), 16<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if d, ok := strings.CutPrefix(line, "      "); ok && cur != nil {
-			detail.WriteString(d + "\n")
-			continue
-		}
-		flush()
-		m := summaryRE.FindStringSubmatch(line)
-		if m == nil {
-			continue
-		}
-		n, _ := strconv.Atoi(m[2])
-		if s := stepByNum(n); s.Num == 0 || s.Slug != m[3] {
-			continue
-		}
-		cur = &StepOutcome{Num: n, Pass: m[1] == "PASS", Output: line}
-	}
-	flush()
-	return out
-}
 
 func stepByNum(n int) labsteps.Step {
 	for _, s := range labsteps.Steps() {
@@ -212,7 +174,7 @@ func stepByNum(n int) labsteps.Step {
 }
 
 // stepFromOutput makes a reported step from its output text
-// (labsteps.Result.Output's shape).
+// (result.Result.Output's shape).
 func stepFromOutput(n int, pass bool, output string) StepOutcome {
 	s := stepByNum(n)
 	so := StepOutcome{Num: n, Slug: s.Slug, Title: s.Title, Pass: pass, Reported: true, Output: output}
@@ -229,7 +191,7 @@ func stepFromOutput(n int, pass bool, output string) StepOutcome {
 }
 
 // stepFailure is what a failing step's output says went wrong
-// (labsteps.Result.Detail): the failed check — what, expected, observed,
+// (result.Result.Detail): the failed check — what, expected, observed,
 // why — and the harness's problem ("time limit of 3s reached"), each on a
 // line starting with "✗ ".
 type stepFailure struct {
@@ -326,18 +288,27 @@ func lastLine(s string) string {
 // rebuilt from its text (what, expected, observed, why); any other failure
 // is the result's Problem. Work dirs are not kept: /work was the
 // container's.
-func (o Outcome) LabResults() []labsteps.Result {
-	out := make([]labsteps.Result, 0, len(o.Steps))
+func (o Outcome) LabResults() []result.Result {
+	out := make([]result.Result, 0, len(o.Steps))
+	reported := map[int]result.Result{}
+	for _, r := range o.Reported {
+		reported[r.Step.Num] = r
+	}
 	for _, so := range o.Steps {
-		r := labsteps.Result{Step: stepByNum(so.Num), Pass: so.Pass, Took: so.Took}
+		if r, ok := reported[so.Num]; ok {
+			r.Dir, r.LogDir = "", ""
+			out = append(out, r)
+			continue
+		}
+		r := result.Result{Step: stepByNum(so.Num).Step, Pass: so.Pass, Took: so.Took}
 		f, _ := parseFailure(so.Output)
 		switch {
 		case so.Pass:
 			for i := range passedChecks(so.Output) {
-				r.Checks = append(r.Checks, labsteps.Check{What: fmt.Sprintf("check %d (in the isolated run)", i+1), OK: true})
+				r.Checks = append(r.Checks, result.Check{What: fmt.Sprintf("check %d (in the isolated run)", i+1), OK: true})
 			}
 		case f.what != "":
-			r.Checks = []labsteps.Check{{What: f.what, Expected: f.expected, Observed: f.observed, Why: f.why}}
+			r.Checks = []result.Check{{What: f.what, Expected: f.expected, Observed: f.observed, Why: f.why}}
 			r.Problem = f.problem
 		default:
 			r.Problem = so.Reason
@@ -362,22 +333,27 @@ func passedChecks(output string) int {
 
 // ---- reports ----
 
-// writeReports writes results.json and junit.xml into dir, every text a
-// submission could have produced cleaned of control characters first.
+// writeReports writes results.json and junit.xml into dir with report's
+// writers, every text a submission could have produced cleaned of control
+// characters first.
 func writeReports(dir string, o Outcome) (results, junit string, err error) {
-	o.Problem = grade.Clean(o.Problem)
-	o.Steps = append([]StepOutcome(nil), o.Steps...)
-	for i := range o.Steps {
-		o.Steps[i].Output, o.Steps[i].Reason = grade.Clean(o.Steps[i].Output), grade.Clean(o.Steps[i].Reason)
-	}
 	results, junit = filepath.Join(dir, "results.json"), filepath.Join(dir, "junit.xml")
-	if err := labsteps.WriteFile(results, func(w io.Writer) error { return WriteGradescope(w, o) }); err != nil {
+	if err := report.WriteFile(results, func(w io.Writer) error { return WriteGradescope(w, o) }); err != nil {
 		return "", "", err
 	}
-	if err := labsteps.WriteFile(junit, func(w io.Writer) error { return WriteJUnit(w, o) }); err != nil {
+	if err := report.WriteFile(junit, func(w io.Writer) error { return WriteJUnit(w, o) }); err != nil {
 		return results, "", err
 	}
 	return results, junit, nil
+}
+
+// cleanResults are the outcome's results, every text made plain.
+func (o Outcome) cleanResults() []result.Result {
+	rs := o.LabResults()
+	for i := range rs {
+		rs[i] = grade.CleanResult(rs[i])
+	}
+	return rs
 }
 
 // summary is the top-level output line of the reports.
@@ -392,35 +368,42 @@ func (o Outcome) summary() string {
 	return s
 }
 
-// WriteGradescope writes the outcome as Gradescope's results.json: one test
-// per step, one point each, as `lab run --results` does.
+// WriteGradescope writes the outcome as Gradescope's results.json with
+// report's writer, as `lab run --results` does: one point per step, split
+// among its parts, the summary on top.
 func WriteGradescope(w io.Writer, o Outcome) error {
-	g := gradescope{Score: float64(o.Passed), OutputFormat: "text", ExecutionTime: o.Took.Seconds(), Output: o.summary(), Visibility: "visible",
-		Tests: []gradescopeTest{}}
-	for _, s := range o.Steps {
-		t := gradescopeTest{Name: fmt.Sprintf("Step %d: %s", s.Num, s.Title), Number: strconv.Itoa(s.Num),
-			MaxScore: 1, Status: "failed", Output: s.Output, Visibility: "visible"}
-		if s.Pass {
-			t.Score, t.Status = 1, "passed"
-		}
-		g.Tests = append(g.Tests, t)
-	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(g)
+	g := report.GradescopeOf(o.cleanResults(), o.Took, report.Scheme{}, nil)
+	g.Output = grade.Clean(o.summary()) + "\n" + g.Output
+	return report.EncodeGradescope(w, g)
 }
 
-// WriteJUnit writes the outcome as JUnit XML: one testcase per step, the
-// summary as the suite's system-out.
+// WriteJUnit writes the outcome as JUnit XML with report's writer: one
+// testcase per part, the summary as the suite's system-out.
 func WriteJUnit(w io.Writer, o Outcome) error {
-	s := labsteps.JUnitSuite{Name: "snacklab-lab", Time: labsteps.JUnitSeconds(o.Took.Seconds()), SystemOut: o.summary()}
-	for _, st := range o.Steps {
-		tc := labsteps.JUnitCase{Name: labsteps.JUnitCaseName(st.Num, st.Slug), Classname: "snacklab.lab",
-			Time: labsteps.JUnitSeconds(st.Took.Seconds()), SystemOut: st.Output}
-		if !st.Pass {
-			tc.Failure = &labsteps.JUnitFailure{Message: st.Reason, Type: "failure", Text: st.Output}
+	s := report.JUnitOf(o.cleanResults(), o.Took)
+	s.SystemOut = grade.Clean(o.summary())
+	return report.EncodeJUnit(w, s)
+}
+
+// machinePaths matches paths of the container engine's own (the root file
+// system's layers, the container's hostname and hosts files) that a program
+// can read in /proc/self/mountinfo and print.
+var machinePaths = regexp.MustCompile(`/(var/lib|run)/(docker|containerd)[^\s"'\x60,;)]*`)
+
+// scrub takes the grading machine's paths out of everything a student
+// sees: the staging directory and the other host paths given (the mount
+// sources a program can read in /proc/self/mountinfo), and the engine's.
+func (o *Outcome) scrub(hostPaths ...string) {
+	var pairs []string
+	for _, p := range hostPaths {
+		if p != "" && p != "/" {
+			pairs = append(pairs, filepath.Clean(p), "<grader>")
 		}
-		s.Cases = append(s.Cases, tc)
 	}
-	return labsteps.EncodeJUnit(w, s)
+	r := strings.NewReplacer(pairs...)
+	clean := func(s string) string { return machinePaths.ReplaceAllString(r.Replace(s), "<engine>") }
+	o.Problem, o.Stdout, o.Stderr = clean(o.Problem), clean(o.Stdout), clean(o.Stderr)
+	for i := range o.Steps {
+		o.Steps[i].Output, o.Steps[i].Reason = clean(o.Steps[i].Output), clean(o.Steps[i].Reason)
+	}
 }

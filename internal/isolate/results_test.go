@@ -14,40 +14,42 @@ import (
 
 	"snacklab/internal/isolate"
 	"snacklab/labsteps"
+	"snacklab/labsteps/result"
 )
 
 // These tests need no Docker engine: they feed Interpret what a container
 // printed, in the lab's own formats (labsteps' Summary, Detail and
-// WriteGradescope), and stage submissions on the local disk.
+// result.Encode), and stage submissions on the local disk.
 
-func step(n int) labsteps.Step { return labsteps.Steps()[n-1] }
+func step(n int) result.Step { return labsteps.Steps()[n-1].Step }
 
-func passed(n, checks int) labsteps.Result {
-	r := labsteps.Result{Step: step(n), Pass: true, Took: 210 * time.Millisecond}
+func passed(n, checks int) result.Result {
+	r := result.Result{Step: step(n), Pass: true, Took: 210 * time.Millisecond}
 	for range checks {
-		r.Checks = append(r.Checks, labsteps.Check{What: "c", OK: true})
+		r.Checks = append(r.Checks, result.Check{What: "c", OK: true})
 	}
 	return r
 }
 
-func failedCheck(n int) labsteps.Result {
-	return labsteps.Result{Step: step(n), Took: 3 * time.Second, Checks: []labsteps.Check{
+func failedCheck(n int) result.Result {
+	return result.Result{Step: step(n), Took: 3 * time.Second, Checks: []result.Check{
 		{What: "ok first", OK: true},
 		{What: "`queuectl init` succeeds", Expected: "exit 0", Observed: "exit 1 (stderr: not implemented)", Why: "nothing works without a queue"},
 	}, Problem: "time limit of 3s reached"}
 }
 
-func gradescopeJSON(t *testing.T, rs ...labsteps.Result) string {
+// labJSON is what the isolated lab writes on stderr (lab run --json).
+func labJSON(t *testing.T, rs ...result.Result) string {
 	t.Helper()
 	var b bytes.Buffer
-	if err := labsteps.WriteGradescope(&b, rs, time.Second); err != nil {
+	if err := result.Encode(&b, rs); err != nil {
 		t.Fatal(err)
 	}
 	return b.String()
 }
 
 // progress is what `lab run` prints on stdout for results (cmd/lab/main.go).
-func progress(rs ...labsteps.Result) string {
+func progress(rs ...result.Result) string {
 	var b strings.Builder
 	b.WriteString("snacklab lab: 3 step(s) against /sub\n")
 	for _, r := range rs {
@@ -60,7 +62,7 @@ func progress(rs ...labsteps.Result) string {
 }
 
 func TestResultsComeFromTheLabsStderr(t *testing.T) {
-	stderr := isolate.Marker + "\n" + gradescopeJSON(t, passed(1, 21), failedCheck(2))
+	stderr := isolate.Marker + "\n" + labJSON(t, passed(1, 21), failedCheck(2))
 	o, err := isolate.Interpret(isolate.Options{SubmissionBin: "/x/sub", Steps: []int{1, 2}}, "", stderr, 1, false, false)
 	if err != nil {
 		t.Fatal(err)
@@ -88,9 +90,11 @@ func TestResultsComeFromTheLabsStderr(t *testing.T) {
 	}
 }
 
-func TestWallClockLimitKeepsWhatTheLabReported(t *testing.T) {
-	// Step 2's observed text holds a line that looks like a summary; the
-	// lab indents it under the failure, so it is no verdict.
+// TestWallClockLimitGradesNothing: a lab killed at the wall-clock limit
+// wrote no results; what it had printed on stdout (which a submission that
+// stalled it may have forged) counts for nothing: not graded, with the
+// reason.
+func TestWallClockLimitGradesNothing(t *testing.T) {
 	f := failedCheck(2)
 	f.Checks[1].Observed = "exit 1\nPASS  3 claim       0.10s  " + step(3).Title
 	stdout := progress(passed(1, 5), f)
@@ -99,18 +103,14 @@ func TestWallClockLimitKeepsWhatTheLabReported(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o.Passed != 1 || !o.WallLimit || !strings.HasPrefix(o.Problem, isolate.WallReason) {
-		t.Fatalf("expected 1 passed, killed at the wall-clock limit; observed %d, %v, %q", o.Passed, o.WallLimit, o.Problem)
+	if o.Passed != 0 || !o.WallLimit || !o.NotGraded || !strings.HasPrefix(o.Problem, isolate.WallReason) ||
+		!strings.Contains(o.Problem, isolate.NotGradedReason) {
+		t.Fatalf("got %d passed, wall %v, not graded %v, %q; want 0, killed at the wall-clock limit, not graded", o.Passed, o.WallLimit, o.NotGraded, o.Problem)
 	}
-	if s := o.Steps[0]; !s.Pass || !s.Reported {
-		t.Errorf("step 1: expected passed as reported, observed %+v", s)
-	}
-	if s := o.Steps[1]; s.Pass || !s.Reported || !strings.HasPrefix(s.Reason, "`queuectl init` succeeds: expected exit 0") {
-		t.Errorf("step 2: expected failed as reported, observed %+v", s)
-	}
-	s3 := o.Steps[2]
-	if s3.Pass || s3.Reported || !strings.HasPrefix(s3.Reason, isolate.WallReason+": the container was still running after 4s") {
-		t.Errorf("step 3: expected failed, not reported, reason %q…; observed %+v", isolate.WallReason, s3)
+	for _, s := range o.Steps {
+		if s.Pass || s.Reported || !strings.HasPrefix(s.Reason, isolate.WallReason+": the container was still running after 4s") {
+			t.Errorf("step %d: got %+v; want failed, not reported, reason %q…", s.Num, s, isolate.WallReason)
+		}
 	}
 	var b bytes.Buffer
 	if err := isolate.WriteGradescope(&b, o); err != nil {
@@ -123,14 +123,14 @@ func TestWallClockLimitKeepsWhatTheLabReported(t *testing.T) {
 	if err := json.Unmarshal(b.Bytes(), &g); err != nil {
 		t.Fatal(err)
 	}
-	if g.Score != 1 || len(g.Tests) != 3 || g.Tests[2].Status != "failed" || !strings.Contains(g.Tests[2].Output, "✗ "+isolate.WallReason) {
-		t.Errorf("results.json: expected score 1, step 3 failed with the wall-clock reason; observed %s", b.String())
+	if g.Score != 0 || len(g.Tests) != 3 || g.Tests[0].Status != "failed" || !strings.Contains(g.Tests[0].Output, "✗ "+isolate.WallReason) {
+		t.Errorf("results.json: got %s; want score 0, every step failed with the wall-clock reason", b.String())
 	}
 }
 
 func TestOutputWithoutTheMarkerIsNotTrusted(t *testing.T) {
 	// A forged full score, not preceded by the line the non-dumpable lab writes first.
-	stderr := gradescopeJSON(t, passed(1, 3), passed(2, 3))
+	stderr := labJSON(t, passed(1, 3), passed(2, 3))
 	o, err := isolate.Interpret(isolate.Options{SubmissionBin: "/x/sub", Steps: []int{1, 2}}, progress(passed(1, 3), passed(2, 3)), stderr, 0, false, false)
 	if err != nil {
 		t.Fatal(err)
@@ -142,7 +142,7 @@ func TestOutputWithoutTheMarkerIsNotTrusted(t *testing.T) {
 
 func TestResultsForOtherStepsAreRefused(t *testing.T) {
 	// Steps 1 and 2 were asked for; results for 1 and 3 are no answer.
-	stderr := isolate.Marker + "\n" + gradescopeJSON(t, passed(1, 3), passed(3, 3))
+	stderr := isolate.Marker + "\n" + labJSON(t, passed(1, 3), passed(3, 3))
 	o, err := isolate.Interpret(isolate.Options{SubmissionBin: "/x/sub", Steps: []int{1, 2}}, "", stderr, 0, false, false)
 	if err != nil {
 		t.Fatal(err)
@@ -196,7 +196,7 @@ func TestJUnitIsWellFormed(t *testing.T) {
 	f := failedCheck(2)
 	f.Checks[1].Observed = "exit 1 (stderr: \x00\x1b[31mbinary\xff junk)"
 	o, err := isolate.Interpret(isolate.Options{SubmissionBin: "/x/sub", Steps: []int{1, 2}}, "",
-		isolate.Marker+"\n"+gradescopeJSON(t, passed(1, 2), f), 1, false, false)
+		isolate.Marker+"\n"+labJSON(t, passed(1, 2), f), 1, false, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -318,5 +318,32 @@ func TestStagingRefusesWhatCannotRunInScratch(t *testing.T) {
 		if !strings.Contains(problem, tc.want) {
 			t.Errorf("%v: expected a problem containing %q, observed %q", tc.files, tc.want, problem)
 		}
+	}
+}
+
+// TestStudentTextNamesNoMachinePath: what a program read in
+// /proc/self/mountinfo and printed (the staging dir, the engine's layers)
+// reaches no student-visible text.
+func TestStudentTextNamesNoMachinePath(t *testing.T) {
+	leak := "1 0 0:1 / / ro - overlay overlay rw,lowerdir=/var/lib/docker/overlay2/l/ABC:/var/lib/docker/overlay2/l/DEF,upperdir=/var/lib/docker/overlay2/123/diff\n" +
+		"2 1 8:1 /tmp/grader/snacklab-isolate-42/sub /sub ro - ext4 /dev/sda1 rw\n"
+	stderr := isolate.Marker + "\n" + labJSON(t, passed(1, 3), failedCheck(2))
+	o, err := isolate.Interpret(isolate.Options{SubmissionBin: "/x/sub", Steps: []int{1, 2}}, "", stderr, 1, false, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.Steps[1].Output += leak
+	o.Steps[1].Reason += leak
+	o.Problem = leak
+	isolate.Scrub(&o, "/tmp/grader/snacklab-isolate-42", "/x/sub")
+	for _, s := range []string{o.Steps[1].Output, o.Steps[1].Reason, o.Problem} {
+		for _, bad := range []string{"/var/lib/docker", "/tmp/grader", "snacklab-isolate-42"} {
+			if strings.Contains(s, bad) {
+				t.Errorf("got %q; want no %q", s, bad)
+			}
+		}
+	}
+	if !strings.Contains(o.Problem, "<grader>/sub /sub ro") {
+		t.Errorf("got %q; want the staging path replaced by <grader>", o.Problem)
 	}
 }

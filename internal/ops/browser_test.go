@@ -160,7 +160,7 @@ func TestDashboardInChromium(t *testing.T) {
 	}
 	for _, r := range queue.Reasons() {
 		want["dead-"+string(r)] = strconv.FormatInt(st.DeadByReason[r], 10)
-		want["ratio-"+string(r)] = fmt.Sprintf("%.1f%%", 100*float64(st.DeadByReason[r])/float64(st.Counts[queue.Dead]))
+		want["ratio-"+string(r)] = ops.HonestRatio(st.DeadByReason[r], st.Counts[queue.Dead])
 	}
 	for id, w := range want {
 		if g := got.Cells[id]; g != w {
@@ -173,7 +173,9 @@ func TestDashboardInChromium(t *testing.T) {
 	for i, j := range dead {
 		w := []string{j.ID, string(j.Reason), fmt.Sprintf("%d/%d", j.Attempts, j.MaxAttempts), strconv.FormatInt(j.Token, 10),
 			time.UnixMilli(j.UpdatedAt).UTC().Format("2006-01-02T15:04:05.000Z"), ops.HumanDuration(time.Duration(opstest.Now-j.UpdatedAt) * time.Millisecond)}
-		if !slices.Equal(got.Rows[i], w) {
+		// The job's own columns first; the evidence and investigation
+		// columns after them are the dashboard test's (ops_test) to judge.
+		if len(got.Rows[i]) < len(w) || !slices.Equal(got.Rows[i][:len(w)], w) {
 			t.Errorf("dead row %d shows %v, the database says %v", i, got.Rows[i], w)
 		}
 	}

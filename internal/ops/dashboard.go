@@ -110,6 +110,22 @@ type reasonRow struct {
 type deadRow struct {
 	DeadJob
 	Since, AgeText, Color string
+	Evidence              []string // each attempt, oldest first
+	Investigation         string   // the latest look, "" when none
+}
+
+// HonestRatioMin is the fewest dead jobs for which a reason's share is
+// shown as a percentage: below it, "1 of 1" says more than "100.0%".
+const HonestRatioMin = 20
+
+// HonestRatio is a reason's share of the dead jobs as a person should read
+// it: a count ("1 of 1") while there are too few for a percentage to mean
+// anything, then the percentage with its count ("45.0% (9 of 20)").
+func HonestRatio(n, dead int64) string {
+	if dead < HonestRatioMin {
+		return fmt.Sprintf("%d of %d", n, dead)
+	}
+	return fmt.Sprintf("%s%% (%d of %d)", strconv.FormatFloat(float64(n)*100/float64(dead), 'f', 1, 64), n, dead)
 }
 
 type breachRow struct {
@@ -143,7 +159,12 @@ func (d *Dashboard) page(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "stats: "+err.Error(), http.StatusServiceUnavailable)
 		return
 	}
-	dead, err := ListDead(r.Context(), d.q, "", nil, now)
+	// Only the rows shown are read, with their evidence; the rest are counted.
+	dead, err := ListDead(r.Context(), d.q, "", nil, now, DashboardDeadRows)
+	var trails map[string]queue.Trail
+	if err == nil {
+		trails, err = WithTrails(r.Context(), d.q, dead)
+	}
 	if err != nil {
 		http.Error(w, "dead: "+err.Error(), http.StatusServiceUnavailable)
 		return
@@ -176,7 +197,7 @@ func (d *Dashboard) page(w http.ResponseWriter, r *http.Request) {
 	}
 	for i, reason := range queue.Reasons() {
 		n := rep.DeadByReason[reason]
-		row := reasonRow{Name: reason, Color: ReasonColor[reason], Count: n, Ratio: strconv.FormatFloat(rep.DeadRatio[reason]*100, 'f', 1, 64) + "%",
+		row := reasonRow{Name: reason, Color: ReasonColor[reason], Count: n, Ratio: HonestRatio(n, rep.Counts[queue.Dead]),
 			BarY: i*rowH + 6, TextY: i*rowH + 23}
 		if most > 0 {
 			row.BarW = int(barMax * n / most)
@@ -192,12 +213,16 @@ func (d *Dashboard) page(w http.ResponseWriter, r *http.Request) {
 		v.LastInvestigation = formatMs(*rep.LastInvestigationMs)
 		v.LastInvestigationAge = HumanDuration(msDuration(*rep.LastInvestigationAgeMs))
 	}
-	for i, j := range dead {
-		if i == DashboardDeadRows {
-			v.DeadMore = len(dead) - i
-			break
+	v.DeadMore = int(max(0, rep.Counts[queue.Dead]-int64(len(dead))))
+	for _, j := range dead {
+		row := deadRow{DeadJob: j, Since: formatMs(j.SinceMs), AgeText: HumanDuration(j.Age()), Color: ReasonColor[j.Reason]}
+		for _, a := range trails[j.ID].Attempts {
+			row.Evidence = append(row.Evidence, AttemptText(a, now))
 		}
-		v.DeadRows = append(v.DeadRows, deadRow{DeadJob: j, Since: formatMs(j.SinceMs), AgeText: HumanDuration(j.Age()), Color: ReasonColor[j.Reason]})
+		if i := j.Investigation; i != nil {
+			row.Investigation = i.Note + " at " + HumanTime(i.AtMs, now)
+		}
+		v.DeadRows = append(v.DeadRows, row)
 	}
 	var buf bytes.Buffer
 	if err := dashboardPage.Execute(&buf, v); err != nil {

@@ -54,7 +54,7 @@ func TestDashboardPage(t *testing.T) {
 		t.Fatalf("CSP %q: want default-src 'none'", csp)
 	}
 	for _, want := range []string{
-		`id="count-dead">6<`, `id="dead-exhausted">3<`, `id="ratio-exhausted">50.0%<`,
+		`id="count-dead">6<`, `id="dead-exhausted">3<`, `id="ratio-exhausted">3 of 6<`,
 		`<span id="oldest-id">perm-1</span>`, `id="redriven-in-flight">3<`, `<svg id="reason-chart"`,
 		`<rect data-reason="exhausted" data-count="3" x="100" y="38" width="300"`,
 		`<rect data-reason="permanent" data-count="2" x="100" y="6" width="200"`,

@@ -31,6 +31,11 @@ type DeadJob struct {
 	Token       int64        `json:"token"`
 	SinceMs     int64        `json:"since_ms"` // when it died (the job's updated_at)
 	AgeMs       int64        `json:"age_ms"`   // now - since, never negative
+	// LastAttempt is the evidence of its last attempt (null when none was
+	// kept) and Investigation its latest look (null when none), both
+	// filled by WithTrails.
+	LastAttempt   *queue.Attempt       `json:"last_attempt"`
+	Investigation *queue.Investigation `json:"investigation"`
 }
 
 func deadJob(j queue.Job, now int64) DeadJob {
@@ -45,7 +50,8 @@ func (d DeadJob) Age() time.Duration { return msDuration(d.AgeMs) }
 // reason (when not "") and only those strictly older than *olderThan at now
 // (when olderThan is not nil): a job that died exactly olderThan ago is not
 // listed, so a cron job run at the boundary sees it on its next run.
-func ListDead(ctx context.Context, q *queue.Queue, reason queue.Reason, olderThan *time.Duration, now int64) ([]DeadJob, error) {
+// At most limit jobs are listed when one is given and > 0.
+func ListDead(ctx context.Context, q *queue.Queue, reason queue.Reason, olderThan *time.Duration, now int64, limit ...int) ([]DeadJob, error) {
 	if olderThan != nil && *olderThan < 0 {
 		return nil, fmt.Errorf("%w: older than %s: want a duration >= 0", queue.ErrInvalid, *olderThan)
 	}
@@ -53,7 +59,7 @@ func ListDead(ctx context.Context, q *queue.Queue, reason queue.Reason, olderTha
 	if olderThan != nil {
 		diedAtOrBefore = now - olderThan.Milliseconds() - 1 // strictly older
 	}
-	jobs, err := q.ListDead(ctx, reason, diedAtOrBefore)
+	jobs, err := q.ListDead(ctx, reason, diedAtOrBefore, limit...)
 	if err != nil {
 		return nil, err
 	}
@@ -62,6 +68,41 @@ func ListDead(ctx context.Context, q *queue.Queue, reason queue.Reason, olderTha
 		out = append(out, deadJob(j, now))
 	}
 	return out, nil
+}
+
+// WithTrails fills each job's last evidence and latest investigation, and
+// returns every job's trail (all its attempts) by id.
+func WithTrails(ctx context.Context, q *queue.Queue, jobs []DeadJob) (map[string]queue.Trail, error) {
+	ids := make([]string, len(jobs))
+	for i, j := range jobs {
+		ids[i] = j.ID
+	}
+	trails, err := q.Trails(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	for i := range jobs {
+		t := trails[jobs[i].ID]
+		jobs[i].LastAttempt, jobs[i].Investigation = t.Last(), t.LastInvestigation
+	}
+	return trails, nil
+}
+
+// HumanTime is an instant for people: UTC ISO 8601 to the millisecond, and
+// how far it is from now ("in 30s", "2m05s ago").
+func HumanTime(ms, now int64) string {
+	switch d := msDuration(ms - now); {
+	case d > 0:
+		return formatMs(ms) + " (in " + HumanDuration(d) + ")"
+	case d < 0:
+		return formatMs(ms) + " (" + HumanDuration(-d) + " ago)"
+	}
+	return formatMs(ms) + " (now)"
+}
+
+// AttemptText is one attempt for people: "#2 retry 503 http at T (5m ago)".
+func AttemptText(a queue.Attempt, now int64) string {
+	return fmt.Sprintf("#%d %s %s at %s", a.Attempt, a.Outcome, a.Evidence, HumanTime(a.AtMs, now))
 }
 
 // ParseReasonFilter accepts "" (every reason) or a reason name.
@@ -96,9 +137,16 @@ func WriteDeadTable(w io.Writer, jobs []DeadJob) error {
 		return err
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "ID\tREASON\tATTEMPTS\tTOKEN\tDEAD SINCE\tAGE\n")
+	fmt.Fprintf(tw, "ID\tREASON\tATTEMPTS\tTOKEN\tDEAD SINCE\tAGE\tLAST EVIDENCE\tINVESTIGATION\n")
 	for _, j := range jobs {
-		fmt.Fprintf(tw, "%s\t%s\t%d/%d\t%d\t%s\t%s\n", j.ID, j.Reason, j.Attempts, j.MaxAttempts, j.Token, formatMs(j.SinceMs), HumanDuration(j.Age()))
+		last, inv := "-", "-"
+		if a := j.LastAttempt; a != nil {
+			last = fmt.Sprintf("#%d %s %s", a.Attempt, a.Outcome, a.Evidence)
+		}
+		if i := j.Investigation; i != nil {
+			inv = i.Note
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d/%d\t%d\t%s\t%s\t%s\t%s\n", j.ID, j.Reason, j.Attempts, j.MaxAttempts, j.Token, formatMs(j.SinceMs), HumanDuration(j.Age()), last, inv)
 	}
 	return tw.Flush()
 }

@@ -42,12 +42,15 @@ func TestTheReferenceIsMarked(t *testing.T) {
 		}
 	}
 	want := []string{
+		"queue/batch.go (*Queue).ClaimBatch claim-batch",
+		"queue/batch.go (*Queue).FinishBatch finish-batch",
 		"queue/queue.go Backoff backoff",
 		"queue/queue.go (*Queue).Enqueue enqueue",
 		"queue/queue.go (*Queue).Claim claim",
 		"queue/queue.go (*Queue).Finish finish",
 		"queue/queue.go (*Queue).Redrive redrive",
 		"receiver/receiver.go (*Receiver).record apply",
+		"sender/batch.go (*Sender).RunBatch run-batch",
 		"sender/sender.go Classify classify",
 		"sender/sender.go (*Sender).RunOnce run-once",
 	}

@@ -11,7 +11,7 @@ import (
 )
 
 // The copy has every package and document but none of the answers: no
-// marker, no solution code, no mutant patch.
+// marker, no solution code, no mutant.
 func TestPlanLeavesOutTheAnswers(t *testing.T) {
 	c, err := starter.Plan(moduleRoot(t))
 	if err != nil {
@@ -34,7 +34,7 @@ func TestPlanLeavesOutTheAnswers(t *testing.T) {
 	for p, f := range files {
 		switch {
 		case strings.HasPrefix(p, ".git/"), strings.HasPrefix(p, ".ci/"), strings.HasPrefix(p, "bin/"),
-			strings.HasSuffix(p, ".patch"), p == "labsteps/mutants/patches.go":
+			strings.HasSuffix(p, ".mutant"), p == "labsteps/mutants/embedded.go":
 			t.Errorf("the copy has %s", p)
 		}
 		if strings.HasSuffix(p, ".go") {
@@ -63,8 +63,8 @@ func TestPlanLeavesOutTheAnswers(t *testing.T) {
 	if len(c.Todos) != len(c.Regions) {
 		t.Errorf("%d TODOs for %d regions", len(c.Todos), len(c.Regions))
 	}
-	if why := strings.Join(c.LeftOut, "\n"); !strings.Contains(why, "labsteps/mutants/check-then-act.patch: ") {
-		t.Errorf("left out does not name the patches:\n%s", why)
+	if why := strings.Join(c.LeftOut, "\n"); !strings.Contains(why, "labsteps/mutants/check-then-act.mutant: ") {
+		t.Errorf("left out does not name the mutants:\n%s", why)
 	}
 }
 

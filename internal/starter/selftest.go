@@ -3,9 +3,12 @@ package starter
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
+	"path"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -22,6 +25,7 @@ import (
 	"snacklab/internal/crash"
 	"snacklab/labsteps"
 	"snacklab/labsteps/mutants"
+	"snacklab/labsteps/result"
 )
 
 // NotImplemented is the phrase every failure of the learner's copy must show.
@@ -29,14 +33,17 @@ const NotImplemented = "not implemented"
 
 // SelftestConfig says what `lab selftest` grades and how.
 type SelftestConfig struct {
-	Module      string        // the module root (the marked reference and the patches' base)
+	Module      string        // the module root (the marked reference the mutants edit)
 	Work        string        // parent of the copies and the steps' work dirs; "" is a temp dir
 	Keep        bool          // keep the work dir
 	Builds      int           // builds at once; 0 is the number of CPUs
-	Labs        int           // lab runs (8 steps each) at once; 0 is 2
+	Labs        int           // lab runs at once; 0 is DefaultLabs
 	Repeat      int           // runs of the lab per target; 0 is 1
-	StepTimeout time.Duration // per step; 0 is 60s
+	StepTimeout time.Duration // per step; 0 derives it from the calibration and the load, as `lab run` does
 	Only        []string      // mutant names; none means all
+	// AllSteps runs every step against each mutant, not only those it
+	// names, to list the other steps that reject it too (Outcome.Also).
+	AllSteps bool
 	// Progress receives a line as each target is built and as each is
 	// graded ("[3/27] graded NAME ok (12.1s)").
 	Progress func(format string, args ...any)
@@ -51,18 +58,21 @@ const (
 
 // Outcome is how one target fared.
 type Outcome struct {
-	Name    string  `json:"name"`
-	Kind    string  `json:"kind"`
-	Comment string  `json:"comment,omitempty"`
-	Steps   []int   `json:"named_steps"` // the steps judged: all 8 for the reference and the starter
-	Runs    int     `json:"runs"`        // lab runs that completed
-	Rows    []Row   `json:"rows"`        // one per named step
-	Also    []int   `json:"also_fails"`  // mutants: other steps that failed in some run
-	Passed  int     `json:"passed"`      // steps that passed in every run (the starter: in any run)
-	OK      bool    `json:"ok"`          // as expected
-	Error   string  `json:"error,omitempty"`
-	BuildS  float64 `json:"build_s"`
-	LabS    float64 `json:"lab_s"`
+	Name    string `json:"name"`
+	Kind    string `json:"kind"`
+	Comment string `json:"comment,omitempty"`
+	Steps   []int  `json:"named_steps"` // the steps judged: all 8 for the reference and the starter
+	// Clauses are a mutant's CONTRACT.md clauses: a step rejects it only
+	// on a failed check that names one of them.
+	Clauses []string `json:"clauses,omitempty"`
+	Runs    int      `json:"runs"`       // lab runs that completed
+	Rows    []Row    `json:"rows"`       // one per named step
+	Also    []int    `json:"also_fails"` // mutants: other steps that failed in some run
+	Passed  int      `json:"passed"`     // steps that passed in every run (the starter: in any run)
+	OK      bool     `json:"ok"`         // as expected
+	Error   string   `json:"error,omitempty"`
+	BuildS  float64  `json:"build_s"`
+	LabS    float64  `json:"lab_s"`
 }
 
 // Row is one named step of one target.
@@ -86,10 +96,14 @@ type SelftestReport struct {
 	Starter   Outcome   `json:"starter"`
 	Mutants   []Outcome `json:"mutants"`
 	Summary   string    `json:"summary"`
+	// AllSteps says every step ran against each mutant, so Also lists
+	// every other step that rejected it; otherwise only the named steps ran.
+	AllSteps bool `json:"all_steps"`
 }
 
 type target struct {
 	out   *Outcome
+	run   []int // the steps its lab runs have: its named steps, or all
 	build func(ctx context.Context, dir string) (bin string, err error)
 	bin   string // once built
 }
@@ -97,55 +111,84 @@ type target struct {
 // Selftest grades the reference (every step passes), the learner's copy
 // (every step fails saying "not implemented") and every mutant (rejected by
 // each step it names), building in parallel, at most cfg.Builds at once,
-// and grading at most cfg.Labs at once.
+// and grading at most cfg.Labs at once. The reference is built first: a
+// mutant rebuilds only the programs built from the files it edits and
+// takes the reference's executables for the others.
 func Selftest(ctx context.Context, cfg SelftestConfig) (*SelftestReport, error) {
 	t0 := time.Now()
-	if cfg.Builds <= 0 {
-		cfg.Builds = runtime.NumCPU()
-	}
-	if cfg.Labs <= 0 {
-		cfg.Labs = 2
-	}
-	if cfg.Repeat <= 0 {
-		cfg.Repeat = 1
-	}
-	if cfg.StepTimeout <= 0 {
-		cfg.StepTimeout = time.Minute
-	}
-	progress := cfg.Progress
-	if progress == nil {
-		progress = func(string, ...any) {}
-	}
-	all, err := mutants.All()
+	cfg = cfg.withDefaults()
+	all, err := selectMutants(cfg.Only)
 	if err != nil {
 		return nil, err
 	}
-	if len(cfg.Only) > 0 {
-		var sel []mutants.Mutant
-		for _, name := range cfg.Only {
-			i := slices.IndexFunc(all, func(m mutants.Mutant) bool { return m.Name == name })
-			if i < 0 {
-				return nil, fmt.Errorf("no mutant %q (see labsteps/mutants/*.patch)", name)
-			}
-			sel = append(sel, all[i])
-		}
-		all = sel
-	}
 	// Malformed markers are refused before anything is built.
 	if _, err := ScanModule(cfg.Module); err != nil {
+		return nil, err
+	}
+	files, err := listProgramFiles(ctx, cfg.Module)
+	if err != nil {
 		return nil, err
 	}
 	work, err := os.MkdirTemp(cfg.Work, "snacklab-selftest-*")
 	if err != nil {
 		return nil, err
 	}
-	rep := &SelftestReport{Module: cfg.Module}
+	rep := &SelftestReport{Module: cfg.Module, AllSteps: cfg.AllSteps}
 	if cfg.Keep {
 		rep.Work = work
 	} else {
 		defer os.RemoveAll(work)
 	}
+	ref, others := targets(cfg, rep, all, files)
+	if err := buildAndGrade(ctx, cfg, work, all, ref, others); err != nil {
+		return nil, err
+	}
+	rep.finish(time.Since(t0))
+	return rep, nil
+}
 
+// withDefaults fills the zero fields of cfg.
+func (cfg SelftestConfig) withDefaults() SelftestConfig {
+	if cfg.Builds <= 0 {
+		cfg.Builds = runtime.NumCPU()
+	}
+	if cfg.Labs <= 0 {
+		cfg.Labs = DefaultLabs
+	}
+	if cfg.Repeat <= 0 {
+		cfg.Repeat = 1
+	}
+	if cfg.Progress == nil {
+		cfg.Progress = func(string, ...any) {}
+	}
+	return cfg
+}
+
+// DefaultLabs is how many lab runs a self-test grades at once by default: a
+// mutant's run has only the steps it names (one, mostly), so eight such
+// runs load the machine about as much as one run of all eight steps.
+const DefaultLabs = 8
+
+// selectMutants is every mutant, or those named in only, in that order.
+func selectMutants(only []string) ([]mutants.Mutant, error) {
+	all, err := mutants.All()
+	if err != nil || len(only) == 0 {
+		return all, err
+	}
+	var sel []mutants.Mutant
+	for _, name := range only {
+		i := slices.IndexFunc(all, func(m mutants.Mutant) bool { return m.Name == name })
+		if i < 0 {
+			return nil, fmt.Errorf("no mutant %q (see labsteps/mutants/*.mutant)", name)
+		}
+		sel = append(sel, all[i])
+	}
+	return sel, nil
+}
+
+// targets makes the reference's target and the others (the starter, then
+// each mutant), each with an Outcome in rep.
+func targets(cfg SelftestConfig, rep *SelftestReport, all []mutants.Mutant, files programFiles) (ref *target, others []*target) {
 	var every []int
 	for _, s := range labsteps.Steps() {
 		every = append(every, s.Num)
@@ -155,74 +198,100 @@ func Selftest(ctx context.Context, cfg SelftestConfig) (*SelftestReport, error) 
 	rep.Starter = Outcome{Name: "starter", Kind: KindStarter, Steps: every, Rows: []Row{}, Also: []int{},
 		Comment: "the learner's copy written by `lab starter`"}
 	rep.Mutants = make([]Outcome, len(all))
-	targets := []target{
-		{out: &rep.Reference, build: func(ctx context.Context, dir string) (string, error) {
-			src := filepath.Join(dir, "src")
-			if err := mutants.CopyModule(cfg.Module, src); err != nil {
-				return "", err
-			}
-			if _, err := StripModule(src); err != nil {
-				return "", err
-			}
-			return build(ctx, src, dir)
-		}},
-		{out: &rep.Starter, build: func(ctx context.Context, dir string) (string, error) {
-			c, err := Plan(cfg.Module)
-			if err != nil {
-				return "", err
-			}
-			src := filepath.Join(dir, "src")
-			if err := c.Write(src); err != nil {
-				return "", err
-			}
-			return build(ctx, src, dir)
-		}},
-	}
+	ref = &target{out: &rep.Reference, run: every, build: func(ctx context.Context, dir string) (string, error) {
+		src := filepath.Join(dir, "src")
+		if err := mutants.CopyModule(cfg.Module, src); err != nil {
+			return "", err
+		}
+		if _, err := StripModule(src); err != nil {
+			return "", err
+		}
+		return build(ctx, src, dir)
+	}}
+	others = append(others, &target{out: &rep.Starter, run: every, build: func(ctx context.Context, dir string) (string, error) {
+		c, err := Plan(cfg.Module)
+		if err != nil {
+			return "", err
+		}
+		src := filepath.Join(dir, "src")
+		if err := c.Write(src); err != nil {
+			return "", err
+		}
+		return build(ctx, src, dir)
+	}})
 	for i, m := range all {
-		rep.Mutants[i] = Outcome{Name: m.Name, Kind: KindMutant, Comment: m.Comment, Steps: m.Steps, Rows: []Row{}, Also: []int{}}
-		targets = append(targets, target{out: &rep.Mutants[i], build: func(ctx context.Context, dir string) (string, error) {
-			return m.Build(ctx, cfg.Module, dir)
+		rep.Mutants[i] = Outcome{Name: m.Name, Kind: KindMutant, Comment: m.Comment, Steps: m.Steps, Clauses: m.Clauses, Rows: []Row{}, Also: []int{}}
+		run := m.Steps
+		if cfg.AllSteps {
+			run = every
+		}
+		others = append(others, &target{out: &rep.Mutants[i], run: run, build: func(ctx context.Context, dir string) (string, error) {
+			return buildMutant(ctx, cfg.Module, dir, m, files, ref.bin)
 		}})
 	}
+	return ref, others
+}
 
-	// Builds run ahead, bounded; graders take each built target as it comes.
-	built := make(chan target, len(targets))
+// buildAndGrade builds the reference, then the other targets at most
+// cfg.Builds at once, and grades each as it is built, at most cfg.Labs at
+// once.
+func buildAndGrade(ctx context.Context, cfg SelftestConfig, work string, all []mutants.Mutant, ref *target, others []*target) error {
+	built := make(chan *target, len(others)+1)
+	total := len(others) + 1
 	var graders sync.WaitGroup
 	var graded atomic.Int32
 	for range cfg.Labs {
-		graders.Add(1)
-		go func() {
-			defer graders.Done()
+		graders.Go(func() {
 			for t := range built {
 				t1 := time.Now()
-				grade(ctx, cfg, t.out, t.bin, filepath.Join(work, t.out.Name))
-				if crashes := crashPrograms(t.out, all); len(crashes) > 0 {
-					gradeCrash(ctx, t.out, t.bin, filepath.Join(work, t.out.Name), crashes)
+				dir := filepath.Join(work, t.out.Name)
+				if len(t.run) > 0 {
+					grade(ctx, cfg, t.out, t.bin, dir, t.run)
+				} else {
+					t.out.OK = t.out.Error == "" // no step to run: its crash or power-cut rows decide
+				}
+				if crashes := crashPrograms(t.out, all, false); len(crashes) > 0 {
+					gradeCrash(ctx, t.out, t.bin, dir, crashes, 0)
+				}
+				if crashes, n := crashPrograms(t.out, all, true), crashBatch(t.out, all); len(crashes) > 0 {
+					gradeCrash(ctx, t.out, t.bin, dir, crashes, n)
+				}
+				if cuts := powerCutPrograms(t.out, all); len(cuts) > 0 {
+					gradePowerCut(ctx, t.out, t.bin, dir, cuts)
 				}
 				t.out.LabS = time.Since(t1).Seconds()
-				progress("selftest: [%d/%d] graded %-28s %s (%.1fs)", graded.Add(1), len(targets), t.out.Name, verdict(*t.out), t.out.LabS)
+				cfg.Progress("selftest: [%d/%d] graded %-28s %s (%.1fs)", graded.Add(1), total, t.out.Name, verdict(*t.out), t.out.LabS)
 			}
-		}()
+		})
 	}
+	buildOne := func(t *target) {
+		t1 := time.Now()
+		bin, err := t.build(ctx, filepath.Join(work, t.out.Name))
+		t.out.BuildS = time.Since(t1).Seconds()
+		if err != nil {
+			t.out.Error = "build: " + err.Error()
+			cfg.Progress("selftest: %s did not build: %v", t.out.Name, err)
+			return
+		}
+		cfg.Progress("selftest: built %-30s (%.1fs)", t.out.Name, t.out.BuildS)
+		t.bin = bin
+		built <- t
+	}
+	// The mutants take the reference's executables for the programs they
+	// do not change, so it is built before them.
+	buildOne(ref)
 	var g errgroup.Group
 	g.SetLimit(cfg.Builds)
-	for _, t := range targets {
+	for _, t := range others {
 		g.Go(func() error {
-			if ctx.Err() != nil {
-				return ctx.Err()
+			if err := ctx.Err(); err != nil {
+				return err
 			}
-			t1 := time.Now()
-			dir := filepath.Join(work, t.out.Name)
-			bin, err := t.build(ctx, dir)
-			t.out.BuildS = time.Since(t1).Seconds()
-			if err != nil {
-				t.out.Error = "build: " + err.Error()
-				progress("selftest: %s did not build: %v", t.out.Name, err)
+			if ref.bin == "" && t.out.Kind == KindMutant {
+				t.out.Error = "build: not built: the reference did not build"
 				return nil
 			}
-			progress("selftest: built %-30s (%.1fs)", t.out.Name, t.out.BuildS)
-			t.bin = bin
-			built <- t
+			buildOne(t)
 			return nil
 		})
 	}
@@ -230,12 +299,13 @@ func Selftest(ctx context.Context, cfg SelftestConfig) (*SelftestReport, error) 
 	close(built)
 	graders.Wait()
 	if gerr != nil {
-		return nil, gerr
+		return gerr
 	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
+	return ctx.Err()
+}
 
+// finish fills the verdict and the summary line once every target is graded.
+func (rep *SelftestReport) finish(took time.Duration) {
 	rep.OK = rep.Reference.OK && rep.Starter.OK
 	rejected := 0
 	for _, m := range rep.Mutants {
@@ -244,10 +314,9 @@ func Selftest(ctx context.Context, cfg SelftestConfig) (*SelftestReport, error) 
 		}
 		rep.OK = rep.OK && m.OK
 	}
-	rep.TookS = time.Since(t0).Seconds()
+	rep.TookS = took.Seconds()
 	rep.Summary = fmt.Sprintf("selftest: %d/%d mutants rejected, reference %d/%d, starter %d/%d",
-		rejected, len(rep.Mutants), rep.Reference.Passed, len(every), rep.Starter.Passed, len(every))
-	return rep, nil
+		rejected, len(rep.Mutants), rep.Reference.Passed, len(rep.Reference.Steps), rep.Starter.Passed, len(rep.Starter.Steps))
 }
 
 func build(ctx context.Context, src, dir string) (string, error) {
@@ -255,16 +324,120 @@ func build(ctx context.Context, src, dir string) (string, error) {
 	return bin, mutants.BuildPrograms(ctx, src, bin)
 }
 
+// buildMutant applies m to a copy of the module and builds the programs
+// whose files it edits; the others are the reference's executables in
+// refBin, linked (or copied) beside them. Building three programs is mostly
+// three links, so a mutant of the receiver costs one.
+func buildMutant(ctx context.Context, module, dir string, m mutants.Mutant, files programFiles, refBin string) (string, error) {
+	progs := files.touchedBy(m.Files())
+	if len(progs) == 0 {
+		return "", fmt.Errorf("mutant %s edits %s, from which no program of the contract is built: it is the reference",
+			m.Name, strings.Join(m.Files(), ", "))
+	}
+	if err := m.Apply(ctx, module, dir); err != nil {
+		return "", err
+	}
+	bin := filepath.Join(dir, "bin")
+	if err := mutants.BuildPrograms(ctx, filepath.Join(dir, "src"), bin, progs...); err != nil {
+		return "", fmt.Errorf("mutant %s: %w", m.Name, err)
+	}
+	for _, p := range mutants.Programs {
+		if slices.Contains(progs, p) {
+			continue
+		}
+		name := path.Base(p)
+		if err := linkOrCopy(filepath.Join(refBin, name), filepath.Join(bin, name)); err != nil {
+			return "", err
+		}
+	}
+	return bin, nil
+}
+
+// linkOrCopy makes dst the same executable as src.
+func linkOrCopy(src, dst string) error {
+	if os.Link(src, dst) == nil {
+		return nil
+	}
+	b, err := os.ReadFile(src)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(dst, b, 0o755)
+}
+
+// programFiles maps each program of the contract (mutants.Programs) to the
+// module's files its build reads: the Go and embedded files of every
+// package of the module it imports, as slash paths from the module root.
+type programFiles map[string]map[string]bool
+
+// listProgramFiles asks the go command which files each program is built from.
+func listProgramFiles(ctx context.Context, module string) (programFiles, error) {
+	out := programFiles{}
+	for _, prog := range mutants.Programs {
+		cmd := exec.CommandContext(ctx, "go", "list", "-deps", "-json=Dir,GoFiles,EmbedFiles,Module", prog)
+		cmd.Dir = module
+		b, err := cmd.Output()
+		if err != nil {
+			return nil, fmt.Errorf("go list -deps %s: %w", prog, err)
+		}
+		set := map[string]bool{}
+		dec := json.NewDecoder(bytes.NewReader(b))
+		for {
+			var pkg struct {
+				Dir                 string
+				GoFiles, EmbedFiles []string
+				Module              *struct{ Dir string }
+			}
+			if err := dec.Decode(&pkg); err == io.EOF {
+				break
+			} else if err != nil {
+				return nil, fmt.Errorf("go list -deps %s: %w", prog, err)
+			}
+			if pkg.Module == nil || pkg.Module.Dir != module {
+				continue
+			}
+			for _, f := range append(pkg.GoFiles, pkg.EmbedFiles...) {
+				rel, err := filepath.Rel(module, filepath.Join(pkg.Dir, f))
+				if err != nil {
+					return nil, err
+				}
+				set[filepath.ToSlash(rel)] = true
+			}
+		}
+		out[prog] = set
+	}
+	return out, nil
+}
+
+// touchedBy lists the programs built from any of files, in mutants.Programs' order.
+func (pf programFiles) touchedBy(files []string) []string {
+	var progs []string
+	for _, p := range mutants.Programs {
+		for _, f := range files {
+			if pf[p][f] {
+				progs = append(progs, p)
+				break
+			}
+		}
+	}
+	return progs
+}
+
 // grade runs the lab against one built target cfg.Repeat times and judges
 // the results by the target's kind.
-func grade(ctx context.Context, cfg SelftestConfig, out *Outcome, bin, dir string) {
+func grade(ctx context.Context, cfg SelftestConfig, out *Outcome, bin, dir string, nums []int) {
 	lab := labsteps.Config{Bin: bin, WorkRoot: filepath.Join(dir, "steps"), StepTimeout: cfg.StepTimeout, Keep: cfg.Keep}
 	if err := os.MkdirAll(lab.WorkRoot, 0o755); err != nil {
 		out.Error = err.Error()
 		return
 	}
-	steps := labsteps.Steps()
-	runs := make([][]labsteps.Result, 0, cfg.Repeat)
+	var steps []labsteps.Step
+	for _, s := range labsteps.Steps() {
+		if slices.Contains(nums, s.Num) {
+			steps = append(steps, s)
+		}
+	}
+	runs := make([][]result.Result, 0, cfg.Repeat)
 	for range cfg.Repeat {
 		if ctx.Err() != nil {
 			out.Error = ctx.Err().Error()
@@ -276,23 +449,10 @@ func grade(ctx context.Context, cfg SelftestConfig, out *Outcome, bin, dir strin
 }
 
 // judge fills out's rows, counts and verdict from the lab runs.
-func judge(out *Outcome, runs [][]labsteps.Result) {
+func judge(out *Outcome, runs [][]result.Result) {
 	out.Runs = len(runs)
 	n := len(runs)
-	passedAll, passedAny, failedAny := map[int]bool{}, map[int]bool{}, map[int]bool{}
-	for _, s := range labsteps.Steps() {
-		passedAll[s.Num] = n > 0
-	}
-	for _, run := range runs {
-		for _, r := range run {
-			if r.Pass {
-				passedAny[r.Step.Num] = true
-			} else {
-				passedAll[r.Step.Num] = false
-				failedAny[r.Step.Num] = true
-			}
-		}
-	}
+	passedAll, passedAny, failedAny := stepOutcomes(runs)
 	// Passed is what the summary line shows: for the starter, whose steps
 	// must all fail, a step that passed in any run counts against it.
 	count := passedAll
@@ -309,7 +469,8 @@ func judge(out *Outcome, runs [][]labsteps.Result) {
 	for _, step := range out.Steps {
 		row := Row{Step: step}
 		good := 0
-		var bad *labsteps.Result
+		var bad *result.Result
+		offClause := "" // why a failed check did not count
 		for _, run := range runs {
 			r := findStep(run, step)
 			var ok bool
@@ -319,9 +480,12 @@ func judge(out *Outcome, runs [][]labsteps.Result) {
 			case KindStarter:
 				ok = r != nil && !r.Pass && strings.Contains(r.Detail(), NotImplemented)
 			default:
-				ok = r != nil && rejected(*r)
+				c, note := rejectedOnClause(r, out.Clauses)
+				if ok = c != nil; offClause == "" {
+					offClause = note
+				}
 				if ok && row.Check == "" {
-					row.Check = r.Failed().What
+					row.Check = c.What
 				}
 			}
 			if ok {
@@ -343,6 +507,9 @@ func judge(out *Outcome, runs [][]labsteps.Result) {
 		if !row.OK && bad != nil {
 			row.Detail = describe(*bad)
 		}
+		if !row.OK && offClause != "" {
+			row.Detail = strings.TrimLeft(offClause+"\n"+row.Detail, "\n")
+		}
 		out.OK = out.OK && row.OK
 		out.Rows = append(out.Rows, row)
 	}
@@ -357,15 +524,71 @@ func judge(out *Outcome, runs [][]labsteps.Result) {
 	}
 }
 
+// stepOutcomes says, by step, whether it passed in every run, in any run,
+// and failed in any run.
+func stepOutcomes(runs [][]result.Result) (passedAll, passedAny, failedAny map[int]bool) {
+	passedAll, passedAny, failedAny = map[int]bool{}, map[int]bool{}, map[int]bool{}
+	for _, run := range runs {
+		for _, r := range run {
+			passedAll[r.Step.Num] = true
+		}
+	}
+	for _, run := range runs {
+		for _, r := range run {
+			if r.Pass {
+				passedAny[r.Step.Num] = true
+			} else {
+				passedAll[r.Step.Num] = false
+				failedAny[r.Step.Num] = true
+			}
+		}
+	}
+	return passedAll, passedAny, failedAny
+}
+
+// rejectedOnClause reports whether a step's result rejects a mutant: it
+// failed on a check (rejected) that names one of the mutant's clauses. A
+// step's parts run at once and each ends at its own first failure, so any
+// failed check of the step counts, not only the first in the report. The
+// note says why the failed checks did not count.
+func rejectedOnClause(r *result.Result, clauses []string) (*result.Check, string) {
+	if r == nil || !rejected(*r) {
+		return nil, ""
+	}
+	for i, c := range r.Checks {
+		if !c.OK && !c.TimedOut && sharesClause(c.Clause, clauses) {
+			return &r.Checks[i], ""
+		}
+	}
+	return nil, offClauseNote(*r.Failed(), clauses)
+}
+
+// sharesClause reports whether a failed check names a clause the mutant
+// breaks: a step that fails a wrong answer on some other clause has not
+// shown that the check about the mutant's own clause can fail.
+func sharesClause(check, mutant []string) bool {
+	return slices.ContainsFunc(check, func(id string) bool { return slices.Contains(mutant, id) })
+}
+
+// offClauseNote says why a failed check did not count as the rejection.
+func offClauseNote(c result.Check, mutant []string) string {
+	named := "names no clause"
+	if len(c.Clause) > 0 {
+		named = "judges " + strings.Join(c.Clause, " ")
+	}
+	return fmt.Sprintf("failed on %q, which %s, none of the mutant's clauses (%s): a rejection counts only on a check of a clause the mutant breaks",
+		c.What, named, strings.Join(mutant, " "))
+}
+
 // rejected: the step failed on one of its checks, not on a problem of the
 // harness (a panic, a time limit), which would prove nothing about the mutant.
-func rejected(r labsteps.Result) bool {
+func rejected(r result.Result) bool {
 	// A wait that ran out proves nothing about the answer: only a failed
 	// check on what the program did counts as a rejection.
 	return !r.Pass && r.Problem == "" && !r.TimedOut && r.Failed() != nil
 }
 
-func findStep(run []labsteps.Result, num int) *labsteps.Result {
+func findStep(run []result.Result, num int) *result.Result {
 	for i := range run {
 		if run[i].Step.Num == num {
 			return &run[i]
@@ -374,7 +597,7 @@ func findStep(run []labsteps.Result, num int) *labsteps.Result {
 	return nil
 }
 
-func describe(r labsteps.Result) string {
+func describe(r result.Result) string {
 	if r.Pass {
 		return "step " + strconv.Itoa(r.Step.Num) + " passed"
 	}
@@ -398,8 +621,17 @@ func verdict(o Outcome) string {
 func (rep *SelftestReport) WriteTable(w io.Writer) error {
 	var table bytes.Buffer
 	tw := tabwriter.NewWriter(&table, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "TARGET\tSTEP\tEXPECTED\tRESULT\tALSO FAILS\tWHAT")
+	// ALSO FAILS only means something when every step ran (--all-steps).
+	if rep.AllSteps {
+		fmt.Fprintln(tw, "TARGET\tSTEP\tEXPECTED\tRESULT\tALSO FAILS\tWHAT")
+	} else {
+		fmt.Fprintln(tw, "TARGET\tSTEP\tEXPECTED\tRESULT\tWHAT")
+	}
 	line := func(o Outcome, step, want, result string, also []int, what string) {
+		if !rep.AllSteps {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", o.Name, step, want, result, what)
+			return
+		}
 		a := "-"
 		if len(also) > 0 {
 			a = joinInts(also)
@@ -500,6 +732,9 @@ func indentLines(s, prefix string) string {
 }
 
 func rowStep(r Row) string {
+	if strings.HasPrefix(r.Crash, "power cut") {
+		return "powercut"
+	}
 	if r.Crash != "" {
 		return "crash"
 	}
@@ -509,11 +744,12 @@ func rowStep(r Row) string {
 // crashPrograms is what `lab crash` must enumerate for a target: a
 // mutant's "# crash:" programs; for the reference, every program some
 // selected mutant names (the crash checks must pass it in the same run);
-// nothing for the starter.
-func crashPrograms(out *Outcome, all []mutants.Mutant) []string {
+// nothing for the starter. batched picks the mutants with "# batch: N"
+// (enumerated with --batch, crashBatch), or those without.
+func crashPrograms(out *Outcome, all []mutants.Mutant, batched bool) []string {
 	var progs []string
 	for _, m := range all {
-		if out.Kind == KindMutant && m.Name != out.Name {
+		if out.Kind == KindMutant && m.Name != out.Name || (m.Batch > 1) != batched {
 			continue
 		}
 		for _, p := range m.Crash {
@@ -528,12 +764,27 @@ func crashPrograms(out *Outcome, all []mutants.Mutant) []string {
 	return progs
 }
 
+// crashBatch is the --batch of a target's batched crash run: the largest
+// "# batch: N" of the mutants crashPrograms(…, true) takes programs from.
+func crashBatch(out *Outcome, all []mutants.Mutant) int {
+	n := 0
+	for _, m := range all {
+		if out.Kind != KindMutant || m.Name == out.Name {
+			n = max(n, m.Batch)
+		}
+	}
+	return n
+}
+
 // gradeCrash runs `lab crash`'s enumeration (no soak) of progs against a
-// built target and adds its row: the reference must show no violation, a
-// mutant at least one. The enumeration is deterministic (every crash point
-// in turn), so one run proves it.
-func gradeCrash(ctx context.Context, out *Outcome, bin, dir string, progs []string) {
+// built target, with --batch batch when above 1, and adds its row: the
+// reference must show no violation, a mutant at least one. The enumeration
+// is deterministic (every crash point in turn), so one run proves it.
+func gradeCrash(ctx context.Context, out *Outcome, bin, dir string, progs []string, batch int) {
 	row := Row{Crash: strings.Join(progs, ","), Want: "reject"}
+	if batch > 1 {
+		row.Crash += fmt.Sprintf(" --batch %d", batch)
+	}
 	if out.Kind == KindReference {
 		row.Want = "pass"
 	}
@@ -541,7 +792,7 @@ func gradeCrash(ctx context.Context, out *Outcome, bin, dir string, progs []stri
 		out.Error = err.Error()
 		return
 	}
-	rep, err := crash.Run(ctx, crash.Config{Bin: bin, Work: dir, Programs: progs})
+	rep, err := crash.Run(ctx, crash.Config{Bin: bin, Work: dir, Programs: progs, Batch: batch})
 	switch {
 	case err != nil:
 		row.Result = "error"

@@ -2,6 +2,9 @@ package mutants_test
 
 import (
 	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -14,35 +17,84 @@ import (
 )
 
 func TestParse(t *testing.T) {
+	const body = "--- queue/queue.go\n<<<<<<< SEARCH\nlease_until <= ?1\n=======\nlease_until < ?1\n>>>>>>> REPLACE\n"
 	for _, tc := range []struct {
-		name, patch string
-		step        int
-		comment     string
-		wantErr     bool
+		name, src string
+		step      int
+		comment   string
+		clauses   []string
+		wantErr   bool
 	}{
-		{"ok", "# Claims at the wrong time.\n# step: 3\n--- a/x\n+++ b/x\n", 3, "Claims at the wrong time.", false},
-		{"several steps", "# Claims at the wrong time.\n# step: 3, 7,8\n--- a/x\n", 3, "Claims at the wrong time.", false},
-		{"a step twice", "# Claims.\n# step: 3, 3\n--- a/x\n", 0, "", true},
-		{"empty step", "# Claims.\n# step:\n--- a/x\n", 0, "", true},
-		{"no step", "# Claims at the wrong time.\n--- a/x\n", 0, "", true},
-		{"bad step", "# Claims.\n# step: three\n--- a/x\n", 0, "", true},
-		{"no comment", "# step: 3\n--- a/x\n", 0, "", true},
-		{"no header", "--- a/x\n+++ b/x\n", 0, "", true},
-		{"crash only", "# Splits the order.\n# crash: receiver\n--- a/x\n", 0, "Splits the order.", false},
-		{"step and crash", "# Answers early.\n# step: 2\n# crash: enqueue, finish\n--- a/x\n", 2, "Answers early.", false},
-		{"unknown crash program", "# Splits.\n# crash: queue\n--- a/x\n", 0, "", true},
-		{"empty crash", "# Splits.\n# crash:\n--- a/x\n", 0, "", true},
-		{"crash program twice", "# Splits.\n# crash: finish finish\n--- a/x\n", 0, "", true},
+		{"ok", "# Claims at the wrong time.\n# step: 3\n" + body, 3, "Claims at the wrong time.", nil, false},
+		{"several steps", "# Claims at the wrong time.\n# step: 3, 7,8\n" + body, 3, "Claims at the wrong time.", nil, false},
+		{"clauses", "# Claims.\n# step: 3\n# clause: §2.claim.expiry, §2.claim.order\n" + body, 3, "Claims.", []string{"§2.claim.expiry", "§2.claim.order"}, false},
+		{"bad clause", "# Claims.\n# step: 3\n# clause: 2.claim\n" + body, 0, "", nil, true},
+		{"clause twice", "# Claims.\n# step: 3\n# clause: §2.a §2.a\n" + body, 0, "", nil, true},
+		{"a step twice", "# Claims.\n# step: 3, 3\n" + body, 0, "", nil, true},
+		{"empty step", "# Claims.\n# step:\n" + body, 0, "", nil, true},
+		{"no step", "# Claims at the wrong time.\n" + body, 0, "", nil, true},
+		{"bad step", "# Claims.\n# step: three\n" + body, 0, "", nil, true},
+		{"no comment", "# step: 3\n" + body, 0, "", nil, true},
+		{"no header", body, 0, "", nil, true},
+		{"crash only", "# Splits the order.\n# crash: receiver\n" + body, 0, "Splits the order.", nil, false},
+		{"step and crash", "# Answers early.\n# step: 2\n# crash: enqueue, finish\n" + body, 2, "Answers early.", nil, false},
+		{"unknown crash program", "# Splits.\n# crash: queue\n" + body, 0, "", nil, true},
+		{"empty crash", "# Splits.\n# crash:\n" + body, 0, "", nil, true},
+		{"crash program twice", "# Splits.\n# crash: finish finish\n" + body, 0, "", nil, true},
+		{"no block", "# Claims.\n# step: 3\n--- queue/queue.go\n", 0, "", nil, true},
+		{"no file", "# Claims.\n# step: 3\n", 0, "", nil, true},
+		{"block before a file", "# Claims.\n# step: 3\n<<<<<<< SEARCH\nx\n=======\ny\n>>>>>>> REPLACE\n", 0, "", nil, true},
+		{"unterminated block", "# Claims.\n# step: 3\n--- q.go\n<<<<<<< SEARCH\nx\n=======\ny\n", 0, "", nil, true},
+		{"no divider", "# Claims.\n# step: 3\n--- q.go\n<<<<<<< SEARCH\nx\n>>>>>>> REPLACE\n", 0, "", nil, true},
+		{"empty search", "# Claims.\n# step: 3\n--- q.go\n<<<<<<< SEARCH\n=======\ny\n>>>>>>> REPLACE\n", 0, "", nil, true},
+		{"text outside a block", "# Claims.\n# step: 3\n--- q.go\nstray\n", 0, "", nil, true},
+		{"path leaving the module", "# Claims.\n# step: 3\n--- ../x.go\n<<<<<<< SEARCH\nx\n=======\ny\n>>>>>>> REPLACE\n", 0, "", nil, true},
+		{"absolute path", "# Claims.\n# step: 3\n--- /etc/x\n<<<<<<< SEARCH\nx\n=======\ny\n>>>>>>> REPLACE\n", 0, "", nil, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			m, err := mutants.Parse(tc.name, []byte(tc.patch))
+			m, err := mutants.Parse(tc.name, []byte(tc.src))
 			if (err != nil) != tc.wantErr {
 				t.Fatalf("Parse: err %v, want error %v", err, tc.wantErr)
 			}
-			if err == nil && (m.Step != tc.step || m.Comment != tc.comment) {
-				t.Errorf("Parse = step %d comment %q, want %d %q", m.Step, m.Comment, tc.step, tc.comment)
+			if err == nil && (m.Step != tc.step || m.Comment != tc.comment || !slices.Equal(m.Clauses, tc.clauses)) {
+				t.Errorf("Parse = step %d comment %q clauses %v, want %d %q %v", m.Step, m.Comment, m.Clauses, tc.step, tc.comment, tc.clauses)
 			}
 		})
+	}
+}
+
+// Rewrite replaces each block's one occurrence in order, and refuses a
+// search text found zero times or twice, naming the block: that is how a
+// refactor of the reference shows which mutant it broke.
+func TestRewrite(t *testing.T) {
+	src := "# Two edits.\n# step: 1\n--- a.go\n<<<<<<< SEARCH\nb := 2\n=======\nb := 3\n>>>>>>> REPLACE\n<<<<<<< SEARCH\nb := 3\nc := 4\n=======\nc := 5\n>>>>>>> REPLACE\n"
+	m, err := mutants.Parse("two", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, in, want, err string
+	}{
+		{"applies in order", "a := 1\nb := 2\nc := 4\n", "a := 1\nc := 5\n", ""},
+		{"a block whose lines were separated", "c := 4\nx\nb := 2\n", "", "block 2 of a.go: its search text is not found"},
+		{"missing", "a := 1\n", "", "block 1 of a.go: its search text is not found"},
+		{"twice", "b := 2\nb := 2\n", "", "block 1 of a.go: its search text is found 2 times"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := m.Rewrite("a.go", tc.in)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("Rewrite: err %v, want one saying %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil || got != tc.want {
+				t.Fatalf("Rewrite = %q, %v; want %q", got, err, tc.want)
+			}
+		})
+	}
+	if got, err := m.Rewrite("other.go", "b := 2\n"); err != nil || got != "b := 2\n" {
+		t.Errorf("Rewrite of a file the mutant does not name = %q, %v; want it unchanged", got, err)
 	}
 }
 
@@ -65,8 +117,8 @@ func TestAll(t *testing.T) {
 				t.Errorf("%s: step %d, want 1-8", m.Name, s)
 			}
 		}
-		if len(m.Steps) == 0 && len(m.Crash) == 0 {
-			t.Errorf("%s: rejected by no step and no crash program", m.Name)
+		if len(m.Steps) == 0 && len(m.Crash) == 0 && len(m.PowerCut) == 0 {
+			t.Errorf("%s: rejected by no step, no crash program and no power cut", m.Name)
 		}
 		if len(m.Steps) > 0 && m.Step != m.Steps[0] {
 			t.Errorf("%s: Step %d, Steps %v", m.Name, m.Step, m.Steps)
@@ -74,8 +126,8 @@ func TestAll(t *testing.T) {
 		if !strings.HasSuffix(m.Comment, ".") || strings.Count(m.Comment, ". ") > 0 {
 			t.Errorf("%s: the comment is not one sentence: %q", m.Name, m.Comment)
 		}
-		if !strings.Contains(string(m.Patch), "\n--- a/") {
-			t.Errorf("%s: not a unified diff with a/ b/ paths", m.Name)
+		if len(m.Edits) == 0 {
+			t.Errorf("%s: changes no file", m.Name)
 		}
 		if p, ok := crash[m.Name]; ok {
 			if len(m.Crash) == 0 || m.Crash[0] != p {
@@ -98,51 +150,8 @@ func TestAll(t *testing.T) {
 	}
 }
 
-// Every mutant proves some clause's check can fail, so docs/selftest.md's
-// clause table names each one: a mutant missing there is a check nobody
-// can trace back to the contract, and a name there without a patch is a
-// claim nothing proves.
-func TestClauseTableNamesEveryMutant(t *testing.T) {
-	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "selftest.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := string(doc)
-	a, b := strings.Index(s, "## Every clause graded"), strings.Index(s, "## `lab selftest`")
-	if a < 0 || b < a {
-		t.Fatal("docs/selftest.md has no clause table section before the `lab selftest` section")
-	}
-	table := s[a:b]
-	all, err := mutants.All()
-	if err != nil {
-		t.Fatal(err)
-	}
-	names := map[string]bool{}
-	for _, m := range all {
-		names[m.Name] = true
-		if !strings.Contains(table, "`"+m.Name+"`") {
-			t.Errorf("mutant %s is not in docs/selftest.md's clause table", m.Name)
-		}
-	}
-	for _, f := range regexp.MustCompile("`([a-z0-9]+(?:-[a-z0-9]+)+)`").FindAllStringSubmatch(table, -1) {
-		if !names[f[1]] && looksLikeMutant(f[1]) {
-			t.Errorf("docs/selftest.md's clause table names %s, which is no mutant", f[1])
-		}
-	}
-}
-
-// looksLikeMutant tells a mutant's name from the other hyphenated code spans
-// in the table: the invariants of lab crash (flags like `--url` never match).
-func looksLikeMutant(name string) bool {
-	switch name {
-	case "durable-before-reported", "killed-op-atomic", "stock-matches-orders":
-		return false
-	}
-	return true
-}
-
 // TestMutantTableMatchesTheHeaders keeps docs/selftest.md's table of mutants
-// what the patches say: one row per mutant, with its sentence, its steps,
+// what the mutants say: one row per mutant, with its sentence, its steps,
 // its crash programs and the files it changes.
 func TestMutantTableMatchesTheHeaders(t *testing.T) {
 	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "selftest.md"))
@@ -174,26 +183,102 @@ func TestMutantTableMatchesTheHeaders(t *testing.T) {
 		for i, n := range m.Steps {
 			steps[i] = strconv.Itoa(n)
 		}
-		files := patchedFile.FindAllStringSubmatch(string(m.Patch), -1)
-		names := []string{}
-		for _, f := range files {
-			if !slices.Contains(names, f[1]) {
-				names = append(names, f[1])
-			}
+		names := m.Files()
+		crash := strings.Join(m.Crash, ", ")
+		if m.Batch > 1 {
+			crash += fmt.Sprintf(" --batch %d", m.Batch)
 		}
-		slices.Sort(names)
+		if len(m.PowerCut) > 0 {
+			crash = strings.TrimPrefix(crash+"; power cut: "+strings.Join(m.PowerCut, ", "), "; ")
+		}
 		want := fmt.Sprintf("| `%s` | %s | %s | %s | %s |", m.Name, m.Comment, strings.Join(steps, ", "),
-			strings.Join(m.Crash, ", "), strings.Join(names, ", "))
+			crash, strings.Join(names, ", "))
 		if got := rows[m.Name]; normalize(got) != normalize(want) {
 			t.Errorf("mutant table row for %s:\n got %s\nwant %s", m.Name, got, want)
 		}
 	}
 }
 
-var (
-	patchedFile = regexp.MustCompile(`(?m)^\+\+\+ b/(\S+)`)
-	cellPadding = regexp.MustCompile(`\s*\|\s*`)
-)
+var cellPadding = regexp.MustCompile(`\s*\|\s*`)
 
 // normalize drops the cell padding a Markdown table may carry.
 func normalize(row string) string { return cellPadding.ReplaceAllString(row, "|") }
+
+// A refactor that reorders a file's functions leaves every mutant
+// applicable: each file a mutant edits is rewritten with its top-level
+// declarations (and their doc comments) in reverse order, and every block
+// must still find its one occurrence there.
+func TestMutantsSurviveReordering(t *testing.T) {
+	all, err := mutants.All()
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := filepath.Join("..", "..")
+	reordered := map[string]string{}
+	for _, m := range all {
+		for _, f := range m.Files() {
+			if _, ok := reordered[f]; ok || !strings.HasSuffix(f, ".go") {
+				continue
+			}
+			reordered[f] = reverseDecls(t, filepath.Join(root, filepath.FromSlash(f)))
+		}
+	}
+	for _, m := range all {
+		for _, f := range m.Files() {
+			src, ok := reordered[f]
+			if !ok {
+				continue
+			}
+			if _, err := m.Rewrite(f, src); err != nil {
+				t.Errorf("after reordering %s: %v", f, err)
+			}
+		}
+	}
+}
+
+// reverseDecls is the Go file at path with its top-level declarations in
+// reverse order, each keeping its doc comment and the lines up to the next.
+func reverseDecls(t *testing.T, path string) string {
+	t.Helper()
+	src, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fset := token.NewFileSet()
+	f, err := parser.ParseFile(fset, path, src, parser.ParseComments)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var starts []int
+	for _, d := range f.Decls {
+		pos := d.Pos()
+		switch d := d.(type) {
+		case *ast.FuncDecl:
+			if d.Doc != nil {
+				pos = d.Doc.Pos()
+			}
+		case *ast.GenDecl:
+			if d.Doc != nil {
+				pos = d.Doc.Pos()
+			}
+		}
+		starts = append(starts, fset.Position(pos).Offset)
+	}
+	if len(starts) == 0 {
+		return string(src)
+	}
+	var chunks []string
+	for i, s := range starts {
+		end := len(src)
+		if i+1 < len(starts) {
+			end = starts[i+1]
+		}
+		chunk := string(src[s:end])
+		if !strings.HasSuffix(chunk, "\n") {
+			chunk += "\n"
+		}
+		chunks = append(chunks, chunk)
+	}
+	slices.Reverse(chunks)
+	return string(src[:starts[0]]) + strings.Join(chunks, "")
+}

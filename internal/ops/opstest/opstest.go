@@ -175,3 +175,37 @@ func DeadBatch(t testing.TB, q *queue.Queue, prefix string, n int, start int64) 
 	}
 	return ids
 }
+
+// DiedAfterThree builds, in a fresh file, the job "ev-1" that died after a
+// 503 (at now), a timeout (now+60s) and a BadAck (now+120s, the job left
+// leased), quarantined by the claim at now+300s that found its last lease
+// spent. It returns the queue and its path.
+func DiedAfterThree(t testing.TB, now int64) (*queue.Queue, string) {
+	t.Helper()
+	ctx := context.Background()
+	q, path := NewFile(t)
+	b := &Builder{T: t, Q: q}
+	b.Enqueue("ev-1", 3, 86_400_000, now)
+	finish := func(at int64, ev queue.Evidence) {
+		job, ok, err := q.Claim(ctx, "tester", at, 30_000)
+		if err != nil || !ok {
+			t.Fatalf("claim at %d: ok=%v err=%v", at, ok, err)
+		}
+		if _, applied, err := q.Finish(ctx, "ev-1", job.Token, queue.OutcomeRetry, at, ev); err != nil || !applied {
+			t.Fatalf("finish at %d: applied=%v err=%v", at, applied, err)
+		}
+	}
+	finish(now, queue.Evidence{Status: 503, Error: queue.ErrorHTTP})
+	finish(now+60_000, queue.Evidence{Error: queue.ErrorTimeout})
+	job, ok, err := q.Claim(ctx, "tester", now+120_000, 30_000)
+	if err != nil || !ok {
+		t.Fatalf("third claim: ok=%v err=%v", ok, err)
+	}
+	if applied, err := q.NoteAttempt(ctx, "ev-1", job.Token, queue.Evidence{Status: 200, Error: queue.ErrorBadAck}, now+120_000); err != nil || !applied {
+		t.Fatalf("note attempt: applied=%v err=%v", applied, err)
+	}
+	if _, ok, err := q.Claim(ctx, "tester", now+300_000, 30_000); err != nil || ok {
+		t.Fatalf("claim after the last lease: ok=%v err=%v, want nothing claimable", ok, err)
+	}
+	return q, path
+}

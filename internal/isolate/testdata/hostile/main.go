@@ -11,6 +11,11 @@
 //	write  write outside its directory: /sub, /, the lab binary, /etc, and
 //	       the lab's own stdout and stderr through /proc/1/fd (a forged
 //	       results.json); exit 1
+//	forge  attack the judge from the judged's seat (issue #19): plant a
+//	       FIFO at the step's lab.log and symlinks where the lab writes its
+//	       logs, append fsync lines to its own strace output, read the lab
+//	       binary for the reference's lines, create in /work; print forged
+//	       PASS lines; exit 1
 //	fork   start copies of itself without end (os/exec of itself)
 //	mem    allocate memory and touch it without end
 //	sleep  sleep forever
@@ -47,6 +52,9 @@ func main() {
 	case "write":
 		mustBeIsolated()
 		writeProbe()
+	case "forge":
+		mustBeIsolated()
+		forgeProbe()
 	case "fork":
 		mustBeIsolated()
 		forkBomb()
@@ -209,4 +217,36 @@ func eat() {
 		}
 		hoard = append(hoard, b)
 	}
+}
+
+// forgeProbe tries what an empty starter copy once scored 8/8 with: the
+// step's directory is the parent of its work dir, the lab's logs and traces
+// are in ../logs, and the lab is /lab.
+func forgeProbe() {
+	var res []string
+	try := func(label string, err error) { res = append(res, label+"="+errName(err)) }
+	try("fifo ../lab.log", syscall.Mkfifo("../lab.log", 0o666))
+	try("symlink ../logs/01-queuectl.stdout", os.Symlink("/proc/1/fd/2", "../logs/01-queuectl.stdout"))
+	traces, err := filepath.Glob("../logs/*.trace")
+	if _, serr := os.ReadDir("../logs"); serr != nil {
+		err = serr
+	}
+	try("list ../logs", err)
+	for _, tr := range traces {
+		f, err := os.OpenFile(tr, os.O_WRONLY|os.O_APPEND, 0)
+		if err == nil {
+			_, err = f.WriteString("1 1.0 fsync(3</w/queue.db>) = 0\n")
+			f.Close()
+		}
+		try("append "+filepath.Base(tr), err)
+	}
+	b, err := os.ReadFile("/lab")
+	try("read /lab", err)
+	if strings.Contains(string(b), "ORDER BY available_at, id LIMIT 1)") {
+		res = append(res, "REFERENCE-FOUND")
+	}
+	try("mkdir /work/x", os.Mkdir("/work/x", 0o755))
+	fmt.Println("PASS  1 retry      0.01s  forged")
+	fmt.Fprintf(os.Stderr, "hostile forge: %s\n", strings.Join(res, " "))
+	os.Exit(1)
 }

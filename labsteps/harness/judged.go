@@ -1,0 +1,149 @@
+package harness
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"snacklab/labsteps/fresh"
+)
+
+// Judged is the identity the programs under test run as, when it is not
+// the lab's own (issue #19, docs/isolation.md): a grading container runs
+// the lab as the judge and every program it starts as this uid and gid, so
+// that nothing the lab reads as evidence (logs, traces, its story) or
+// writes as output can be written by the judged. Changing identity needs
+// CAP_SETUID and CAP_SETGID, and ending the judged's processes CAP_KILL; the
+// scratch directory is handed over with CAP_CHOWN.
+type Judged struct {
+	UID, GID uint32
+	// Exec is the command that becomes the judged identity and then execs
+	// its arguments ("/lab judged-exec"): strace runs it, so that strace
+	// stays the judge's (a tracer of the judged's own uid could be written
+	// to by the traced) while what it traces is the judged's. strace's own
+	// -u needs a user name from a password database, which the grading
+	// image does not have. Empty: strace is not started (its steps fail
+	// saying so).
+	Exec []string
+}
+
+// JudgedExecCommand is the lab's hidden subcommand that drops to a judged
+// identity and execs a program: lab judged-exec UID GID -- PROG ARGS...
+const JudgedExecCommand = "judged-exec"
+
+// isolatedEnv is the lab's own switch (cmd/lab/isolated_linux.go): the
+// programs it grades must not inherit it.
+const isolatedEnv = "SNACKLAB_ISOLATED"
+
+// ProcAttr is how every program under test starts: its own process group,
+// as the judged when there is one.
+func (j *Judged) ProcAttr() *syscall.SysProcAttr {
+	a := &syscall.SysProcAttr{Setpgid: true}
+	if j != nil {
+		a.Credential = &syscall.Credential{Uid: j.UID, Gid: j.GID, Groups: []uint32{}}
+	}
+	return a
+}
+
+// Env is the environment of a program under test: the lab's, without its
+// own switches.
+func (j *Judged) Env() []string {
+	var out []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, isolatedEnv+"=") {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
+// TracedArgv is the argv strace (or lab crash's tracer) runs: the program itself, or the judged
+// exec step in front of it.
+func (j *Judged) TracedArgv(prog string) ([]string, error) {
+	if j == nil {
+		return []string{prog}, nil
+	}
+	if len(j.Exec) == 0 {
+		return nil, fmt.Errorf("no judged-exec command to start a traced program as uid %d", j.UID)
+	}
+	return append(append([]string(nil), j.Exec...), strconv.FormatUint(uint64(j.UID), 10), strconv.FormatUint(uint64(j.GID), 10), "--", prog), nil
+}
+
+// Own hands path to the judged (without following a symlink): the scratch
+// directory, and files the lab makes there for the programs to use.
+func (j *Judged) Own(path string) error {
+	if j == nil {
+		return nil
+	}
+	return os.Lchown(path, int(j.UID), int(j.GID))
+}
+
+// MakeStepDirs lays out a step's directory root (made by the caller, the
+// judge's): root/scratch, the judged's work dir (queue files, receiver
+// files), and root/logs, the judge's alone (mode 0700: process logs,
+// traces). With a judged identity root becomes 0711, so the judged can
+// reach scratch through it but can neither list nor write it.
+func MakeStepDirs(root string, j *Judged) (scratch, logs string, err error) {
+	scratch, logs = filepath.Join(root, "scratch"), filepath.Join(root, "logs")
+	if err := fresh.Mkdir(logs, 0o700); err != nil {
+		return "", "", err
+	}
+	if err := fresh.Mkdir(scratch, 0o700); err != nil {
+		return "", "", err
+	}
+	if j != nil {
+		if err := j.Own(scratch); err != nil {
+			return "", "", fmt.Errorf("hand the scratch dir to uid %d: %w", j.UID, err)
+		}
+		if err := os.Chmod(root, 0o711); err != nil {
+			return "", "", err
+		}
+	}
+	return scratch, logs, nil
+}
+
+// JudgedExec is the judged-exec subcommand: args are UID GID -- PROG ARGS...;
+// it sets the supplementary groups, gid and uid, then execs PROG. It
+// returns only on failure.
+func JudgedExec(args []string) error {
+	if len(args) < 4 || args[2] != "--" {
+		return fmt.Errorf("usage: lab %s UID GID -- PROG [ARGS...]", JudgedExecCommand)
+	}
+	uid, err1 := strconv.ParseUint(args[0], 10, 32)
+	gid, err2 := strconv.ParseUint(args[1], 10, 32)
+	if err1 != nil || err2 != nil || uid == 0 {
+		return fmt.Errorf("%s: want a non-zero numeric UID and a numeric GID, got %q %q", JudgedExecCommand, args[0], args[1])
+	}
+	prog, err := exec.LookPath(args[3])
+	if err != nil {
+		return err
+	}
+	if err := syscall.Setgroups(nil); err != nil {
+		return fmt.Errorf("setgroups: %w", err)
+	}
+	if err := syscall.Setgid(int(gid)); err != nil {
+		return fmt.Errorf("setgid %d: %w", gid, err)
+	}
+	if err := syscall.Setuid(int(uid)); err != nil {
+		return fmt.Errorf("setuid %d: %w", uid, err)
+	}
+	return syscall.Exec(prog, args[3:], (*Judged)(nil).Env())
+}
+
+// WriteScratch writes data as a new file at path in the work dir, for the
+// programs under test to use: whatever was at path (the programs' own
+// file, or a link one of them planted) is removed first, never written
+// through, and the new file is handed to the judged.
+func (h *Harness) WriteScratch(path string, data []byte) error {
+	if err := os.Remove(path); err != nil && !os.IsNotExist(err) {
+		return err
+	}
+	if err := fresh.WriteFile(path, data, 0o644); err != nil {
+		return err
+	}
+	return h.Judged.Own(path)
+}

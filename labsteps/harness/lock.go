@@ -1,0 +1,220 @@
+package harness
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	_ "modernc.org/sqlite" // the lab opens the queue file itself only here and in trap.go
+
+	"snacklab/labsteps/result"
+)
+
+// WriteLock is the queue file's write lock, held by the harness in an
+// immediate transaction that writes nothing.
+type WriteLock struct {
+	h    *Harness
+	db   *sql.DB
+	conn *sql.Conn
+	f    *os.File // for Digest; closed only after the lock is released
+	// released is when Release began: a process's trace tells whether its
+	// attempts came before it (refused by the harness) or after.
+	released time.Time
+}
+
+// HoldWriteLock opens the queue file and runs BEGIN IMMEDIATE, taking SQLite's
+// RESERVED lock: other processes can still read, but no one can start a write
+// until Release. It never writes: the transaction is rolled back. (The only
+// other place the lab touches the file directly is Trap, in step 5.)
+func (h *Harness) HoldWriteLock() *WriteLock {
+	why := "the harness holds the write lock to stop every writer at a known point"
+	db, err := sql.Open("sqlite", queueDSN(h.DB))
+	if err != nil {
+		h.Fatalf("the harness opens the queue file", "open", why, "%v", err)
+	}
+	conn, err := db.Conn(h.ctx)
+	if err != nil {
+		db.Close()
+		h.Fatalf("the harness opens the queue file", "open", why, "%v", err)
+	}
+	if _, err := conn.ExecContext(h.ctx, "BEGIN IMMEDIATE"); err != nil {
+		conn.Close()
+		db.Close()
+		h.Fatalf("the harness takes the write lock (BEGIN IMMEDIATE)", "the lock", why, "%v", err)
+	}
+	f, err := os.Open(h.DB)
+	if err != nil {
+		h.Fatalf("the harness opens the queue file", "open", why, "%v", err)
+	}
+	h.Action("BEGIN IMMEDIATE: the harness holds the queue's write lock", result.NoClock)
+	l := &WriteLock{h: h, db: db, conn: conn, f: f}
+	h.OnCleanup(l.drop)
+	return l
+}
+
+// queueDSN opens the queue file at path read-write (never creating it), with
+// the contract's default busy timeout.
+func queueDSN(path string) string {
+	abs, _ := filepath.Abs(path)
+	return "file:" + (&url.URL{Path: abs}).EscapedPath() + "?mode=rw&_busy_timeout=5000"
+}
+
+// drop releases a lock the step left held (it failed while holding it),
+// judging nothing: it runs when the step is already over.
+func (l *WriteLock) drop() {
+	if l.conn == nil {
+		return
+	}
+	l.conn.ExecContext(context.Background(), "ROLLBACK")
+	l.conn.Close()
+	l.db.Close()
+	l.f.Close()
+	l.conn = nil
+}
+
+// Release rolls the empty transaction back, letting the waiting writers go.
+func (l *WriteLock) Release() {
+	if l.conn == nil {
+		return
+	}
+	l.released = time.Now()
+	_, err := l.conn.ExecContext(context.Background(), "ROLLBACK")
+	l.conn.Close()
+	l.db.Close()
+	l.f.Close()
+	l.conn = nil
+	l.h.Action("ROLLBACK: write lock released", result.NoClock)
+	if err != nil {
+		l.h.Fatalf("the harness releases the write lock", "ROLLBACK succeeds", "", "%v", err)
+	}
+}
+
+// cpuSample is what /proc says about a process at one instant.
+type cpuSample struct {
+	cpuNs    int64  // CPU time of all its threads, in ns
+	sleeping bool   // every thread is in interruptible sleep (S)
+	states   string // the thread states, for messages
+}
+
+// sampleProc reads /proc/PID/task/*/{stat,schedstat}.
+func sampleProc(pid int) (cpuSample, error) {
+	dir := "/proc/" + strconv.Itoa(pid) + "/task"
+	tids, err := os.ReadDir(dir)
+	if err != nil {
+		return cpuSample{}, err
+	}
+	s := cpuSample{sleeping: true}
+	var states strings.Builder
+	for _, t := range tids {
+		stat, err := os.ReadFile(filepath.Join(dir, t.Name(), "stat"))
+		if err != nil {
+			continue // the thread ended between ReadDir and here
+		}
+		// The command name is in parentheses and may hold spaces: the
+		// fields that follow start after the last ')'.
+		i := strings.LastIndexByte(string(stat), ')')
+		if i < 0 {
+			return cpuSample{}, fmt.Errorf("odd %s/%s/stat", dir, t.Name())
+		}
+		f := strings.Fields(string(stat[i+1:]))
+		if len(f) < 13 {
+			return cpuSample{}, fmt.Errorf("odd %s/%s/stat", dir, t.Name())
+		}
+		state := f[0]
+		states.WriteString(state)
+		if state != "S" {
+			s.sleeping = false
+		}
+		// schedstat's first field is the thread's time on a CPU in ns;
+		// utime+stime (fields 14 and 15, in clock ticks) is the fallback.
+		if ss, err := os.ReadFile(filepath.Join(dir, t.Name(), "schedstat")); err == nil {
+			if n, err := strconv.ParseInt(strings.Fields(string(ss))[0], 10, 64); err == nil {
+				s.cpuNs += n
+				continue
+			}
+		}
+		ut, _ := strconv.ParseInt(f[11], 10, 64)
+		st, _ := strconv.ParseInt(f[12], 10, 64)
+		s.cpuNs += (ut + st) * 10_000_000
+	}
+	s.states = states.String()
+	return s, nil
+}
+
+// quietFor is how long every thread of a process must sleep without using any
+// CPU before the harness takes it as blocked, and the poll interval.
+const (
+	quietFor  = 3 * time.Millisecond
+	quietPoll = 500 * time.Microsecond
+)
+
+// WaitBlocked judges from idleness, which a slow starter defeats (it idles
+// before it has even opened the file): the lab's own steps use
+// Traced.WaitRefused, which judges from the lock calls the process made.
+//
+// WaitBlocked polls /proc until every process in procs has been asleep, all
+// threads, with no CPU time used, for quietFor: it has done all it can and now
+// waits (here: for the write lock the harness holds). It returns false, after
+// noting it in the story, when that is not seen within limit.
+func (h *Harness) WaitBlocked(limit time.Duration, procs ...*Proc) bool {
+	deadline := time.Now().Add(limit)
+	type track struct {
+		last  cpuSample
+		since time.Time
+	}
+	tr := make([]track, len(procs))
+	ticker := time.NewTicker(quietPoll)
+	defer ticker.Stop()
+	for {
+		now := time.Now()
+		all := true
+		for i, p := range procs {
+			if ex, _, _ := p.Exited(); ex {
+				continue // an ended process waits for nothing
+			}
+			s, err := sampleProc(p.Pid)
+			if err != nil {
+				// Gone from /proc: it has been reaped. Wait until its end is
+				// recorded, so that the caller sees it exited rather than
+				// mistaking it for a process that is waiting.
+				p.waitFor(func() bool { return p.exited })
+				continue
+			}
+			if !s.sleeping || s.cpuNs != tr[i].last.cpuNs {
+				tr[i] = track{last: s, since: now}
+				all = false
+				continue
+			}
+			if now.Sub(tr[i].since) < quietFor {
+				all = false
+			}
+		}
+		if all {
+			names := make([]string, len(procs))
+			for i, p := range procs {
+				names[i] = p.Name
+			}
+			h.Action(fmt.Sprintf("%s blocked: every thread asleep, no CPU used for %v", strings.Join(names, " and "), quietFor), result.NoClock)
+			return true
+		}
+		if now.After(deadline) {
+			var b strings.Builder
+			for i, p := range procs {
+				fmt.Fprintf(&b, " %s threads=%s cpu=%dns;", p.Name, tr[i].last.states, tr[i].last.cpuNs)
+			}
+			h.Narrate("harness: processes not seen blocked within %v:%s", limit, b.String())
+			return false
+		}
+		select {
+		case <-ticker.C:
+		case <-h.ctx.Done():
+			return false
+		}
+	}
+}

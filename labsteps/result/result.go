@@ -1,0 +1,236 @@
+package result
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Step is what a result says about the step it comes from: its number and
+// name, and the prose a learner reads beside its verdict.
+type Step struct {
+	Num   int    `json:"num"`
+	Slug  string `json:"slug"`  // short name: retry, durable, claim…
+	Title string `json:"title"` // what a learner reads in the PASS/FAIL line
+	// Checks says in one paragraph what the step checks; Why says why it matters.
+	Checks string `json:"checks"`
+	Why    string `json:"why"`
+}
+
+// Name is "3 claim".
+func (s Step) Name() string { return strconv.Itoa(s.Num) + " " + s.Slug }
+
+// Check is one judgement a step made: what was looked at, what the contract
+// expects, what the implementation did, and why it matters.
+type Check struct {
+	What     string        `json:"what"`
+	Expected string        `json:"expected"`
+	Observed string        `json:"observed"`
+	Why      string        `json:"why"`
+	OK       bool          `json:"ok"`
+	At       time.Duration `json:"at_ns"`
+	// TimedOut says the check failed because a wait ran out (the process
+	// was still running, its output still open, or the step's time limit
+	// was reached), not because the implementation answered wrongly: on a
+	// busy machine, a reason to re-run rather than a wrong answer.
+	TimedOut bool `json:"timed_out,omitempty"`
+	// Clause names the CONTRACT.md clause ids (§2.enqueue.dup) the check
+	// judges.
+	Clause []string `json:"clause,omitempty"`
+	// Part is the part of the step (harness.Part's name, "c: redirects are
+	// never followed") the check was made in; "" outside any part.
+	Part string `json:"part,omitempty"`
+}
+
+// Verdict is a result's one word: PASS, FAIL or TIMEOUT.
+type Verdict string
+
+// The verdicts.
+const (
+	Pass    Verdict = "PASS"
+	Fail    Verdict = "FAIL"    // a wrong answer, or the harness went wrong
+	Timeout Verdict = "TIMEOUT" // a wait ran out: see Result.TimedOut
+)
+
+// Result is what one step found.
+type Result struct {
+	Step      Step          `json:"step"`
+	Pass      bool          `json:"pass"`
+	Took      time.Duration `json:"took_ns"`
+	Checks    []Check       `json:"checks"`
+	Events    []Event       `json:"events,omitempty"`
+	Narrative string        `json:"narrative,omitempty"`
+	Dir       string        `json:"dir,omitempty"` // the work dir; "" once removed (a passing step without Keep)
+	LogDir    string        `json:"log_dir,omitempty"`
+	Problem   string        `json:"problem,omitempty"` // the harness itself went wrong (a panic, a missing dir)
+	Procs     int           `json:"procs"`             // processes the step started
+	Commits   int           `json:"commits"`           // commits they made, counted from what they printed
+	Waits     time.Duration `json:"waits_ns"`          // time spent waiting for the real clock
+	// TimedOut says the step failed because a wait ran out (a process still
+	// running, output still open, the step's time limit), not because of a
+	// wrong answer: on a busy machine, re-run before believing it.
+	TimedOut bool `json:"timed_out,omitempty"`
+	// Limits are the waits the step ran with, and the calibration they
+	// were derived from.
+	Limits Limits `json:"limits"`
+	// Parts are the names of the parts the step ran (harness.Parallel), in
+	// the order it declared them: each is scored on its own.
+	Parts []string `json:"parts,omitempty"`
+}
+
+// Verdict is PASS, FAIL (a wrong answer, or the harness went wrong) or
+// TIMEOUT (a wait ran out: see TimedOut).
+func (r Result) Verdict() Verdict {
+	switch {
+	case r.Pass:
+		return Pass
+	case r.TimedOut:
+		return Timeout
+	}
+	return Fail
+}
+
+// Failed is the first check that failed the step, or nil. A step's parts
+// run to their own first failure: see Failures for all of them.
+func (r Result) Failed() *Check {
+	for i := range r.Checks {
+		if !r.Checks[i].OK {
+			return &r.Checks[i]
+		}
+	}
+	return nil
+}
+
+// Failures are every check that failed, in the order of the step's parts:
+// a learner with two bugs sees both in one run.
+func (r Result) Failures() []Check {
+	var out []Check
+	for _, c := range r.Checks {
+		if !c.OK {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// Summary is the one-line verdict of a result, for reports.
+func (r Result) Summary() string {
+	return fmt.Sprintf("%s  %d %-9s %6.2fs  %s", r.Verdict(), r.Step.Num, r.Step.Slug, r.Took.Seconds(), r.Step.Title)
+}
+
+// Cause is a failed check in one plain line, the first thing a learner
+// reads: "[c] c-301: sender run-once exit code: expected exit 21, observed
+// exit 0".
+func (c Check) Cause() string {
+	s := c.What
+	if id := PartID(c.Part, -1); id != "" {
+		s = "[" + id + "] " + s
+	}
+	if c.TimedOut {
+		s = "TIMEOUT " + s
+	}
+	obs := c.Observed
+	if first, _, cut := strings.Cut(obs, "\n"); cut {
+		obs = first + " …"
+	}
+	if len(obs) > 160 {
+		obs = strings.ToValidUTF8(obs[:160], "") + " …"
+	}
+	// What the program itself said (its stderr, quoted by the harness as
+	// "(stderr: LINE…") is the plainest cause there is ("not implemented"):
+	// when the observation is long, it comes first.
+	said := ""
+	if line := stderrLine(c.Observed); line != "" && !strings.Contains(obs, line) {
+		said = fmt.Sprintf(" it said %q —", line)
+	}
+	return fmt.Sprintf("%s:%s expected %s, observed %s", s, said, oneLine(c.Expected), obs)
+}
+
+// stderrLine is the line of a program's stderr an observation quotes
+// ("… (stderr: not implemented; all of it in …)"), or "".
+func stderrLine(observed string) string {
+	i := strings.LastIndex(observed, "(stderr: ")
+	if i < 0 {
+		return ""
+	}
+	line := observed[i+len("(stderr: "):]
+	if j := strings.IndexAny(line, ";)\n"); j >= 0 {
+		line = line[:j]
+	}
+	line, _, _ = strings.Cut(line, " … ")
+	line = strings.TrimSpace(line)
+	if strings.HasSuffix(line, ".stderr") || len(line) > 120 {
+		return "" // only where the log is, or too long to lead with
+	}
+	return line
+}
+
+// Explain is a failed check in full: its plain cause on the ✗ line, then
+// its part, the contract clauses it judges, expected, observed and why.
+func (c Check) Explain() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "✗ %s\n", c.Cause())
+	if c.Part != "" {
+		fmt.Fprintf(&b, "  part:     %s\n", c.Part)
+	}
+	if len(c.Clause) > 0 {
+		fmt.Fprintf(&b, "  clause:   %s\n", strings.Join(c.Clause, " "))
+	}
+	fmt.Fprintf(&b, "  expected: %s\n  observed: %s\n  why:      %s\n", c.Expected, c.Observed, c.Why)
+	return b.String()
+}
+
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// Detail explains a failure: every failed check (its plain cause first,
+// then part, clause, expected, observed, why) and where the logs are. It is
+// "" for a pass.
+func (r Result) Detail() string {
+	if r.Pass {
+		return ""
+	}
+	var b strings.Builder
+	fails := r.Failures()
+	if len(r.Parts) > 0 {
+		failed := r.FailedParts()
+		fmt.Fprintf(&b, "%d of %d parts failed: %s\n", len(failed), len(r.Parts), strings.Join(failed, ", "))
+	}
+	for _, c := range fails {
+		b.WriteString(c.Explain())
+	}
+	if r.Problem != "" {
+		fmt.Fprintf(&b, "✗ %s\n", r.Problem)
+	}
+	if r.LogDir != "" {
+		fmt.Fprintf(&b, "  logs:     %s (the story: %s/lab.log)\n", r.LogDir, r.Dir)
+	}
+	return b.String()
+}
+
+// Output is what a grader shows for one step: the verdict, on failure the
+// detail (every failed check, before the long paragraphs), what was
+// checked and why it matters.
+func (r Result) Output() string {
+	var b strings.Builder
+	b.WriteString(r.Summary() + "\n")
+	d := r.Detail()
+	b.WriteString(d)
+	b.WriteString("Checks: " + r.Step.Checks + "\n")
+	b.WriteString("Why: " + r.Step.Why + "\n")
+	if d == "" {
+		fmt.Fprintf(&b, "%d checks passed.\n", len(r.Checks))
+	}
+	return b.String()
+}
+
+// CountTimedOut counts the results that timed out.
+func CountTimedOut(rs []Result) int {
+	n := 0
+	for _, r := range rs {
+		if r.TimedOut {
+			n++
+		}
+	}
+	return n
+}
