@@ -93,7 +93,9 @@ func missingFile(h *harness.Harness) {
 // (4), and nothing is created (CONTRACT §3); and an error is one line on
 // stderr, `queuectl: VERB: message`.
 func flagsFirst(h *harness.Harness) {
-	h.Clause("§3.flags-first")
+	// §6.codes: a bad value with a missing file is both "invalid value" (3)
+	// and "file missing" (4); the first row of the table wins.
+	h.Clause("§3.flags-first", "§6.codes")
 	h.UseQueue("also-never-made.db")
 	db := h.DB
 	cases := []struct {
@@ -120,6 +122,18 @@ func flagsFirst(h *harness.Harness) {
 	}
 	_, err := os.Stat(db)
 	h.Equal("…and no queue file was created", "absent", harness.Presence(err), why)
+
+	// The same bad flags on a file that is not a queue: 3 or 2 (the first
+	// row), not 5, and the file is left byte for byte as it was.
+	h.UseQueue("not-a-queue.txt")
+	if err := h.WriteScratch(h.DB, []byte(strings.Repeat("a shopping list, not a queue\n", 50))); err != nil {
+		h.Fatalf("the harness writes a text file", "the file is written", why, "%v", err)
+	}
+	var rs []harness.Refusal
+	for _, c := range cases {
+		rs = append(rs, harness.Refusal{What: strings.Join(c.call.Args, " ") + " on a text file", Call: c.call, Code: c.code, Why: why})
+	}
+	h.ExpectRefused(rs, nil)
 
 	h.Clause("§3.stderr")
 	whyErr := "CONTRACT §3: an error goes to stderr as one line `queuectl: VERB: message`, the line an operator's log and a cron mail show"
