@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"time"
@@ -141,32 +142,58 @@ const maxRestarts = 3
 
 var errRestarted = errors.New("restarted too often")
 
-// copyUnderReadLock reads the whole file into memory within one read
-// transaction, whose shared lock keeps every writer from committing, so the
-// bytes are one consistent state; the lock is held only for the read (tens
-// of milliseconds for 60 MB from the page cache), and the copy is written
-// out after it is released. It is the stepped copy's fallback when writers
-// commit between its steps faster than it can finish.
+// copyUnderReadLock reads the whole file within one read transaction, whose
+// shared lock keeps every writer from committing, so the bytes are one
+// consistent state. Writers wait for that read, so it is made as short as
+// it can be: the file is first read once without the lock, into the buffer
+// the locked read then fills again, so that under the lock the bytes come
+// from the page cache into memory already faulted in (a memory copy, about
+// 30 ms for 66 MB here, instead of a disk read of up to a second). The
+// unlocked read is never used: only what the locked read copies is the
+// snapshot. It is the stepped copy's fallback when writers commit between
+// its steps faster than it can finish.
 func (q *Queue) copyUnderReadLock(ctx context.Context, dst string, st *SnapshotStats) error {
+	f, err := os.Open(q.abs)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	buf := make([]byte, fi.Size()+1<<20) // room for a few commits' growth
+	n, err := io.ReadFull(f, buf)
+	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) {
+		return err
+	}
+	_ = n // warmed only: the page cache and buf's pages
 	tx, err := q.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
 		return classify(err)
 	}
 	defer tx.Rollback()
-	var pages int
+	var pages, pageSize int64
 	if err := tx.QueryRowContext(ctx, "PRAGMA page_count").Scan(&pages); err != nil {
 		return classify(err) // the shared lock is taken from here to the rollback
 	}
+	if err := tx.QueryRowContext(ctx, "PRAGMA page_size").Scan(&pageSize); err != nil {
+		return classify(err)
+	}
+	size := pages * pageSize // what SQLite reads as the database
+	if size > int64(len(buf)) {
+		buf = make([]byte, size) // grew since the warm read: a cold copy
+	}
 	start := time.Now()
-	b, err := os.ReadFile(q.abs)
+	_, err = f.ReadAt(buf[:size], 0)
 	tx.Rollback()
 	st.LongStep = max(st.LongStep, time.Since(start))
 	st.Steps++
-	st.Pages = pages
+	st.Pages = int(pages)
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(dst, b, 0o600)
+	return os.WriteFile(dst, buf[:size], 0o600)
 }
 
 // CheckSnapshot runs Check on a snapshot of the file (Snapshot, into a
