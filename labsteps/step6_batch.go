@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"snacklab/labsteps/harness"
+	"snacklab/labsteps/result"
 )
 
 // batchCase is one job of the batch: its fake answer, and what its
@@ -182,4 +183,49 @@ func batchDelivery(h *harness.Harness) {
 		"exit 42; claiming claimed claimed response; requests c-1=1 c-2=0; c-1 leased token=1, c-2 leased token=1",
 		fmt.Sprintf("%s; %s; requests c-1=%d c-2=%d; c-1 %s token=%d, c-2 %s token=%d", harness.ExitText(crash.Code, crash.Signal), crash.Events(),
 			len(fake.RequestsFor("c-1")), len(fake.RequestsFor("c-2")), stateReason(c1), c1.Token, stateReason(c2), c2.Token), whyCrash)
+
+	batchLeaseRunsOut(h, fake)
+}
+
+// batchLeaseRunsOut: S's batch of two is granted together under token 1
+// each; the fake holds the answer to the second while the harness reclaims
+// the first at S's lease_until (token 2). S's one finish transaction must
+// then fence each job by its own token: b-2's finish applies, b-1's does not
+// (CONTRACT §4, batched delivery: every guarantee holds per job).
+func batchLeaseRunsOut(h *harness.Harness, fake *harness.FakeReceiver) {
+	const now, lease = t0 + 10, 30000
+	h.Section("t: --batch 2, a lease runs out mid-batch")
+	h.Clause("§3.init.json")
+	h.UseQueue("queue-t3.db")
+	h.Init()
+	hold, release := heldAnswer(h)
+	h.MustEnqueue("b-1", 7, t0)
+	h.MustEnqueue("b-2", 7, t0+1)
+	fake.On("b-1", harness.Answer{Status: 200, Body: `{"ack":true}`})
+	fake.On("b-2", harness.Answer{Status: 200, Body: `{"ack":true}`, Hold: hold})
+	p := h.StartSender("S", harness.SenderOpts{URL: fake.URL, Now: now, LeaseMs: lease, TimeoutMs: 600000, Batch: "2"})
+	fake.WaitRequest("b-2", "S must have claimed both jobs and posted b-2 before b-1's lease can run out under it")
+	h.Clause("§2.claim.expiry")
+	c := h.Claim("H", now+lease, lease)
+	h.Check("the harness reclaims b-1 at S's lease_until with token 2", c.Run.Code == 0 && c.Claimed && c.Job.ID == "b-1" && c.Job.Token == 2,
+		"b-1 claimed with token 2", fmt.Sprintf("%s %s", c.Run.Exit(), harness.Trim(c.Run.Stdout)),
+		"S's leases have run out on the injected clock, so the first due job comes back with a new token while S still waits for b-2's answer")
+	h.Action("release the held answer to b-2: 200 {\"ack\":true}", result.NoClock)
+	release()
+	h.Clause("§4.batch.per-job", "§2.finish.fence", "§4.batch.exit")
+	run := p.Finish("S's run-once ends after its batch's finish transaction")
+	var fin []string
+	for _, l := range run.Lines {
+		if l.Str("event") == "finished" {
+			fin = append(fin, fmt.Sprintf("%s token=%s applied=%s", l.Str("id"), l.Raw("token"), l.Raw("applied")))
+		}
+	}
+	b1, b2 := h.MustShow("b-1").Job, h.MustShow("b-2").Job
+	h.Equal("S's batch finish, each job fenced by its own token: exit, finished events, jobs after",
+		"exit 12; b-1 token=1 applied=false, b-2 token=1 applied=true; b-1 leased owner=H token=2, b-2 done",
+		fmt.Sprintf("%s; %s; b-1 %s owner=%s token=%d, b-2 %s", harness.ExitText(run.Code, run.Signal), strings.Join(fin, ", "),
+			stateReason(b1), harness.Repr(b1.Owner), b1.Token, stateReason(b2)),
+		"CONTRACT §4 (batched delivery): a finish is fenced by its own job's token, whatever the rest of its batch comes to: "+
+			"b-1's grant moved to H (token 2), so S's outcome for it changes nothing and S exits 12 (its first job in claim "+
+			"order not applied), while b-2, still leased to S under token 1, is finished")
 }
