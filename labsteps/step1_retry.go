@@ -339,7 +339,7 @@ func damagedQueue(h *harness.Harness) {
 	h.ExpectUnchanged(before, nil, whyRO, "check; stats; show --id damaged-job-1")
 
 	h.Clause("§3.check.integrity")
-	b, err := os.ReadFile(h.DB)
+	b, err := harness.ReadNoFollow(h.DB)
 	if err != nil || len(b) < 100 {
 		h.Fatalf("the harness reads the queue file", "a SQLite file", why, "%d bytes, %v", len(b), err)
 	}

@@ -89,6 +89,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			// A step of a traced start (harness.Judged.Exec): it returns
 			// only on failure.
 			return harness.JudgedExec(args[1:])
+		case harness.JudgedSQLCommand:
+			// The harness's hand on a program's SQLite file, as the judged
+			// (harness.sqlHand).
+			return harness.JudgedSQL(args[1:], os.Stdin, stdout)
 		case "help", "-h", "--help":
 			printUsage(stdout)
 			return nil

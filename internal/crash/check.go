@@ -1,10 +1,11 @@
 package crash
 
 import (
-	"database/sql"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/url"
+	"path/filepath"
 	"sort"
 
 	_ "modernc.org/sqlite" // integrity_check on both files
@@ -201,7 +202,7 @@ func (w *world) check(now int64) []vio {
 		w.recv.stop()
 	}
 	for _, f := range []string{w.q, w.r} {
-		if err := integrity(f); err != nil {
+		if err := w.integrity(f); err != nil {
 			bad(InvIntegrity, "%s: %v", f, err)
 		}
 	}
@@ -228,15 +229,19 @@ func sortedKeys[V any](m map[string]V) []string {
 
 // integrity runs PRAGMA integrity_check on a SQLite file (opening it
 // read-write, as a restarted program would, so a hot journal is rolled back
-// first).
-func integrity(path string) error {
-	db, err := sql.Open("sqlite", "file:"+(&url.URL{Path: path}).EscapedPath()+"?mode=rw&_pragma=busy_timeout(10000)")
+// first), as the judged when there is one: the file, its journal and any
+// link a program left at their names are opened with the programs' rights,
+// never the lab's (harness.SQLHand).
+func (w *world) integrity(path string) error {
+	ctx := context.WithoutCancel(w.ctx)
+	abs, _ := filepath.Abs(path)
+	hand, err := w.judged.OpenSQL(ctx, "file:"+(&url.URL{Path: abs}).EscapedPath()+"?mode=rw&_pragma=busy_timeout(10000)")
 	if err != nil {
 		return err
 	}
-	defer db.Close()
-	var res string
-	if err := db.QueryRow("PRAGMA integrity_check").Scan(&res); err != nil {
+	defer hand.Close()
+	res, err := hand.Value(ctx, "PRAGMA integrity_check")
+	if err != nil {
 		return err
 	}
 	if res != "ok" {

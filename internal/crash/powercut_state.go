@@ -173,7 +173,7 @@ func (cs *cutStory) check(ctx context.Context, bin string, b powercut.Barrier, i
 		if _, ok := image[filepath.Base(f)]; !ok {
 			continue
 		}
-		if err := integrity(f); err != nil {
+		if err := w.integrity(f); err != nil {
 			vs = append(vs, vio{InvIntegrity, fmt.Sprintf("%s: %v", filepath.Base(f), err)})
 		}
 	}

@@ -4,13 +4,11 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"database/sql"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
-	neturl "net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -450,8 +448,7 @@ func waitRead(ports []int, limit time.Duration) bool {
 // DBLock is an SQLite file's lock held by the harness.
 type DBLock struct {
 	h    *Harness
-	db   *sql.DB
-	conn *sql.Conn
+	hand *SQLHand
 }
 
 // HoldExclusive takes SQLite's EXCLUSIVE lock on the file at path (BEGIN
@@ -461,18 +458,10 @@ type DBLock struct {
 // a race, so a file that cannot be locked within a second (a receiver may
 // keep its own exclusive lock) is narrated, not failed: it returns nil.
 func (h *Harness) HoldExclusive(path string) *DBLock {
-	abs, _ := filepath.Abs(path)
-	db, err := sql.Open("sqlite", "file:"+(&neturl.URL{Path: abs}).EscapedPath()+"?mode=rw&_busy_timeout=1000")
-	var conn *sql.Conn
+	hand, err := h.openSQL(h.ctx, SQLiteDSN(path, 1000))
 	if err == nil {
-		conn, err = db.Conn(h.ctx)
-		if err == nil {
-			if _, err = conn.ExecContext(h.ctx, "BEGIN EXCLUSIVE"); err != nil {
-				conn.Close()
-			}
-		}
-		if err != nil {
-			db.Close()
+		if err = hand.Exec(h.ctx, "BEGIN EXCLUSIVE"); err != nil {
+			hand.Close()
 		}
 	}
 	if err != nil {
@@ -480,12 +469,11 @@ func (h *Harness) HoldExclusive(path string) *DBLock {
 		return nil
 	}
 	h.Action("BEGIN EXCLUSIVE on "+filepath.Base(path)+": the harness holds the receiver's file lock", result.NoClock)
-	l := &DBLock{h: h, db: db, conn: conn}
+	l := &DBLock{h: h, hand: hand}
 	h.OnCleanup(func() { // a step that failed before Release must not leave the file locked
-		if l.conn != nil {
-			l.conn.Close()
-			l.db.Close()
-			l.conn = nil
+		if l.hand != nil {
+			l.hand.Close()
+			l.hand = nil
 		}
 	})
 	return l
@@ -493,13 +481,12 @@ func (h *Harness) HoldExclusive(path string) *DBLock {
 
 // Release rolls the empty transaction back.
 func (l *DBLock) Release() {
-	if l == nil || l.conn == nil {
+	if l == nil || l.hand == nil {
 		return
 	}
-	_, err := l.conn.ExecContext(context.Background(), "ROLLBACK")
-	l.conn.Close()
-	l.db.Close()
-	l.conn = nil
+	err := l.hand.Exec(context.Background(), "ROLLBACK")
+	l.hand.Close()
+	l.hand = nil
 	l.h.Action("ROLLBACK: the receiver's file lock released", result.NoClock)
 	if err != nil {
 		l.h.Fatalf("the harness releases the lock", "ROLLBACK succeeds", "", "%v", err)

@@ -66,3 +66,85 @@ func TestJudgedRunsApart(t *testing.T) {
 		t.Errorf("the canary a planted link points to: got %v, want nothing written there", err)
 	}
 }
+
+// TestMain lets the test binary stand in for the lab's judged-sql
+// subcommand (harness.SQLHand's helper).
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == harness.JudgedSQLCommand {
+		if err := harness.JudgedSQL(os.Args[2:], os.Stdin, os.Stdout); err != nil {
+			os.Stderr.WriteString(err.Error() + "\n")
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// TestJudgedSQLHandKeepsTheJudgesRights: the lab's own edits of a program's
+// SQLite file (a trap, a lock, a hand-made break) run as the judged, so a
+// link a program planted at the file's name or at its journal's cannot make
+// the lab write one of its own files. Without the judged hand, SQLite (as
+// the lab) would follow both links.
+func TestJudgedSQLHandKeepsTheJudgesRights(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root (CAP_SETUID, CAP_CHOWN) to run as another uid")
+	}
+	root := filepath.Join(t.TempDir(), "step")
+	if err := os.Mkdir(root, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(filepath.Dir(root), 0o755) // the judged reach scratch through the test's temp dirs
+	os.Chmod(filepath.Dir(filepath.Dir(root)), 0o755)
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := &harness.Judged{UID: 65533, GID: 65533, Exec: []string{self, harness.JudgedExecCommand}}
+	h, err := harness.NewStep(context.Background(), root, t.TempDir(), result.DeriveLimits(result.Calibration{}, 0, 0), j)
+	if err != nil {
+		t.Fatalf("NewStep: %v", err)
+	}
+	// The judge's own files, in its logs dir: one SQLite file, one not.
+	judgeDB, precious := filepath.Join(h.LogDir, "judge.db"), filepath.Join(h.LogDir, "precious.txt")
+	if err := os.WriteFile(precious, []byte("the judge's\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	hand, err := (*harness.Judged)(nil).OpenSQL(context.Background(), "file:"+judgeDB+"?mode=rwc")
+	if err != nil || hand.Exec(context.Background(), "CREATE TABLE jobs (id TEXT PRIMARY KEY)") != nil || hand.Close() != nil {
+		t.Fatalf("the judge's own SQLite file: %v", err)
+	}
+	before, _ := os.ReadFile(judgeDB)
+
+	// A program's queue file whose name is a link to the judge's file.
+	h.UseQueue("queue.db")
+	if err := os.Symlink(judgeDB, h.DB); err != nil {
+		t.Fatal(err)
+	}
+	h.Do(func(h *harness.Harness) { h.BreakQueue("a table of the lab's", "CREATE TABLE pwned (x)") })
+	// A real queue file of the program's, its journal's name a link to the
+	// judge's text file: a write makes SQLite create the journal.
+	h.UseQueue("real.db")
+	h.Do(func(h *harness.Harness) { h.MakeSQLite("CREATE TABLE jobs (id TEXT PRIMARY KEY)") })
+	if err := os.Symlink(precious, h.DB+"-journal"); err != nil {
+		t.Fatal(err)
+	}
+	h.Do(func(h *harness.Harness) { h.BreakQueue("a row", "INSERT INTO jobs VALUES ('x')") })
+
+	var r result.Result
+	h.Record(&r)
+	if after, _ := os.ReadFile(judgeDB); string(after) != string(before) {
+		t.Errorf("the judge's SQLite file changed through the link at queue.db")
+	}
+	if b, _ := os.ReadFile(precious); string(b) != "the judge's\n" {
+		t.Errorf("the judge's file through the link at real.db-journal: got %q, want it untouched", b)
+	}
+	var failed []string
+	for _, c := range r.Checks {
+		if !c.OK {
+			failed = append(failed, c.What+": "+c.Observed)
+		}
+	}
+	if len(failed) != 2 {
+		t.Errorf("failed checks: got %q, want the two edits through links refused (permission denied)", failed)
+	}
+}

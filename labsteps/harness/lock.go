@@ -2,16 +2,14 @@ package harness
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
-	"net/url"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
-
-	_ "modernc.org/sqlite" // the lab opens the queue file itself only here and in trap.go
 
 	"snacklab/labsteps/result"
 )
@@ -20,8 +18,7 @@ import (
 // immediate transaction that writes nothing.
 type WriteLock struct {
 	h    *Harness
-	db   *sql.DB
-	conn *sql.Conn
+	hand *SQLHand
 	f    *os.File // for Digest; closed only after the lock is released
 	// released is when Release began: a process's trace tells whether its
 	// attempts came before it (refused by the harness) or after.
@@ -30,65 +27,73 @@ type WriteLock struct {
 
 // HoldWriteLock opens the queue file and runs BEGIN IMMEDIATE, taking SQLite's
 // RESERVED lock: other processes can still read, but no one can start a write
-// until Release. It never writes: the transaction is rolled back. (The only
-// other place the lab touches the file directly is Trap, in step 5.)
+// until Release. It never writes: the transaction is rolled back. (The lab
+// touches the file through SQLHand, as the judged when there is one.)
 func (h *Harness) HoldWriteLock() *WriteLock {
 	why := "the harness holds the write lock to stop every writer at a known point"
-	db, err := sql.Open("sqlite", queueDSN(h.DB))
+	f, err := openNoFollow(h.DB)
 	if err != nil {
+		h.Fatalf("the harness opens the queue file", "a regular file", why, "%v", err)
+	}
+	hand, err := h.openSQL(h.ctx, queueDSN(h.DB))
+	if err != nil {
+		f.Close()
 		h.Fatalf("the harness opens the queue file", "open", why, "%v", err)
 	}
-	conn, err := db.Conn(h.ctx)
-	if err != nil {
-		db.Close()
-		h.Fatalf("the harness opens the queue file", "open", why, "%v", err)
-	}
-	if _, err := conn.ExecContext(h.ctx, "BEGIN IMMEDIATE"); err != nil {
-		conn.Close()
-		db.Close()
+	if err := hand.Exec(h.ctx, "BEGIN IMMEDIATE"); err != nil {
+		hand.Close()
+		f.Close()
 		h.Fatalf("the harness takes the write lock (BEGIN IMMEDIATE)", "the lock", why, "%v", err)
 	}
-	f, err := os.Open(h.DB)
-	if err != nil {
-		h.Fatalf("the harness opens the queue file", "open", why, "%v", err)
-	}
 	h.Action("BEGIN IMMEDIATE: the harness holds the queue's write lock", result.NoClock)
-	l := &WriteLock{h: h, db: db, conn: conn, f: f}
+	l := &WriteLock{h: h, hand: hand, f: f}
 	h.OnCleanup(l.drop)
 	return l
 }
 
 // queueDSN opens the queue file at path read-write (never creating it), with
 // the contract's default busy timeout.
-func queueDSN(path string) string {
-	abs, _ := filepath.Abs(path)
-	return "file:" + (&url.URL{Path: abs}).EscapedPath() + "?mode=rw&_busy_timeout=5000"
+func queueDSN(path string) string { return SQLiteDSN(path, 5000) }
+
+// openNoFollow opens path for reading when it is a file itself, not a link
+// a program planted there to make the lab read one of its own files.
+func openNoFollow(path string) (*os.File, error) {
+	return os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+}
+
+// ReadNoFollow reads a file of the programs' (the queue file) as
+// os.ReadFile does, refusing a symlink planted at its name.
+func ReadNoFollow(path string) ([]byte, error) {
+	f, err := openNoFollow(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(f)
 }
 
 // drop releases a lock the step left held (it failed while holding it),
 // judging nothing: it runs when the step is already over.
 func (l *WriteLock) drop() {
-	if l.conn == nil {
+	if l.hand == nil {
 		return
 	}
-	l.conn.ExecContext(context.Background(), "ROLLBACK")
-	l.conn.Close()
-	l.db.Close()
+	l.hand.Exec(context.Background(), "ROLLBACK")
+	l.hand.Close()
 	l.f.Close()
-	l.conn = nil
+	l.hand = nil
 }
 
 // Release rolls the empty transaction back, letting the waiting writers go.
 func (l *WriteLock) Release() {
-	if l.conn == nil {
+	if l.hand == nil {
 		return
 	}
 	l.released = time.Now()
-	_, err := l.conn.ExecContext(context.Background(), "ROLLBACK")
-	l.conn.Close()
-	l.db.Close()
+	err := l.hand.Exec(context.Background(), "ROLLBACK")
+	l.hand.Close()
 	l.f.Close()
-	l.conn = nil
+	l.hand = nil
 	l.h.Action("ROLLBACK: write lock released", result.NoClock)
 	if err != nil {
 		l.h.Fatalf("the harness releases the write lock", "ROLLBACK succeeds", "", "%v", err)

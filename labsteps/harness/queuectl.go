@@ -2,12 +2,9 @@ package harness
 
 import (
 	"bytes"
-	"context"
-	"database/sql"
 	"encoding/json"
 	"fmt"
 	"net/url"
-	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -442,7 +439,7 @@ type FileState struct {
 
 // Snapshot reads the queue file now.
 func (h *Harness) Snapshot() FileState {
-	b, err := os.ReadFile(h.DB)
+	b, err := ReadNoFollow(h.DB)
 	if err != nil {
 		h.Fatalf("the harness reads the queue file", "the file is readable", "the step compares it before and after refused commands", "%v", err)
 	}
@@ -548,15 +545,8 @@ func (h *Harness) MakeSQLite(script string) {
 	// A new file, handed to the judged: nothing planted at the name is
 	// opened (SQLite would follow a symlink).
 	err := h.WriteScratch(abs, nil)
-	var db *sql.DB
 	if err == nil {
-		db, err = sql.Open("sqlite", "file:"+(&url.URL{Path: abs}).EscapedPath()+"?mode=rw")
-	}
-	if err == nil {
-		_, err = db.ExecContext(context.WithoutCancel(h.ctx), script)
-		if cerr := db.Close(); err == nil {
-			err = cerr
-		}
+		err = h.execSQL("file:"+(&url.URL{Path: abs}).EscapedPath()+"?mode=rw", script)
 	}
 	if err != nil {
 		h.Fatalf("the harness makes a SQLite file that is not a queue", "the file is made", "the step checks that it is refused", "%v", err)

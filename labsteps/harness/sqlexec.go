@@ -2,9 +2,6 @@ package harness
 
 import (
 	"context"
-	"database/sql"
-	"net/url"
-	"path/filepath"
 
 	"snacklab/labsteps/result"
 )
@@ -15,16 +12,24 @@ import (
 // it. It relies only on what the contract lets graders rely on: the table
 // jobs keyed by its column id.
 func (h *Harness) BreakQueue(what, script string) {
-	abs, _ := filepath.Abs(h.DB)
-	db, err := sql.Open("sqlite", "file:"+(&url.URL{Path: abs}).EscapedPath()+"?mode=rw&_busy_timeout=5000")
-	if err == nil {
-		_, err = db.ExecContext(context.WithoutCancel(h.ctx), script)
-		if cerr := db.Close(); err == nil {
-			err = cerr
-		}
-	}
+	err := h.execSQL(SQLiteDSN(h.DB, 5000), script)
 	if err != nil {
 		h.Fatalf("the harness edits the queue file: "+what, "the edit is made", "the step checks that `queuectl check` finds it (CONTRACT §2: graders may rely on the table jobs keyed by its column id)", "%v", err)
 	}
 	h.Action("harness edits the queue file by hand: "+what, result.NoClock)
+}
+
+// execSQL runs script on the SQLite file of dsn with a hand of its own
+// (SQLHand: as the judged when there is one), then closes it.
+func (h *Harness) execSQL(dsn, script string) error {
+	ctx := context.WithoutCancel(h.ctx)
+	hand, err := h.openSQL(ctx, dsn)
+	if err != nil {
+		return err
+	}
+	err = hand.Exec(ctx, script)
+	if cerr := hand.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }

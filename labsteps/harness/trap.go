@@ -1,8 +1,6 @@
 package harness
 
 import (
-	"context"
-	"database/sql"
 	"strings"
 
 	"snacklab/labsteps/result"
@@ -51,13 +49,7 @@ func (t *Trap) Remove() {
 func (t *Trap) exec(stmt string) {
 	h := t.h
 	why := "the step makes one update fail on purpose to see what a failed transaction leaves behind"
-	db, err := sql.Open("sqlite", queueDSN(h.DB))
-	if err == nil {
-		_, err = db.ExecContext(context.WithoutCancel(h.ctx), stmt)
-		if cerr := db.Close(); err == nil {
-			err = cerr
-		}
-	}
+	err := h.execSQL(queueDSN(h.DB), stmt)
 	if err != nil && strings.Contains(err.Error(), "no such table") {
 		h.Fatalf("the queue file has the table `jobs` keyed by `id`", "the schema of queue/schema.sql (CONTRACT §2)",
 			"CONTRACT §2 makes the queue file's schema part of the contract: graders may rely on the table jobs and its "+
