@@ -101,18 +101,26 @@ type CrashRunner func(ctx context.Context, bin string, seed int64, kills int) (r
 // error is the grader's own failure.
 func GradeCrashIn(ctx context.Context, run CrashRunner, bin string, points float64, name string) (StepRecord, error) {
 	seed := seedOf(name)
-	rec := crashRecord(points, seed)
+	return gradeIn(crashRecord(points, seed), "lab crash", func() (*crash.Report, string, error) {
+		return run(ctx, bin, seed, crashKills)
+	}, scoreCrash)
+}
+
+// gradeIn runs one crash item across the boundary into rec, timed: an error
+// is the grader's own failure, a run with no report is not graded (no
+// points, and the reason), a report is scored by score.
+func gradeIn[R any](rec StepRecord, what string, run func() (*R, string, error), score func(*StepRecord, *R)) (StepRecord, error) {
 	t0 := time.Now()
-	rep, notGraded, err := run(ctx, bin, seed, crashKills)
+	rep, notGraded, err := run()
 	rec.Took = time.Since(t0).Seconds()
 	if err != nil {
-		return rec, fmt.Errorf("lab crash in isolation: %w", err)
+		return rec, fmt.Errorf("%s in isolation: %w", what, err)
 	}
 	if rep == nil {
 		notGradedRecord(&rec, notGraded)
 		return rec, nil
 	}
-	scoreCrash(&rec, rep)
+	score(&rec, rep)
 	return rec, nil
 }
 
@@ -178,19 +186,9 @@ type PowerCutRunner func(ctx context.Context, bin string, seed int64) (rep *cras
 // GradeCrash's.
 func GradePowerCutIn(ctx context.Context, run PowerCutRunner, bin string, points float64, name string) (StepRecord, error) {
 	seed := seedOf(name)
-	rec := powerCutRecord(points, seed)
-	t0 := time.Now()
-	rep, notGraded, err := run(ctx, bin, seed)
-	rec.Took = time.Since(t0).Seconds()
-	if err != nil {
-		return rec, fmt.Errorf("lab crash --power-cut in isolation: %w", err)
-	}
-	if rep == nil {
-		notGradedRecord(&rec, notGraded)
-		return rec, nil
-	}
-	scorePowerCut(&rec, rep)
-	return rec, nil
+	return gradeIn(powerCutRecord(points, seed), "lab crash --power-cut", func() (*crash.PowerCutReport, string, error) {
+		return run(ctx, bin, seed)
+	}, scorePowerCut)
 }
 
 // powerCutRecord is the power-cut item's record before the run.
