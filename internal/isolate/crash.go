@@ -123,18 +123,7 @@ func (e *Engine) Crash(ctx context.Context, co CrashOptions) (out CrashOutcome, 
 	}
 	spec := labSpec(opt, stage.sub)
 	spec.cmd = co.crashArgs()
-	id, err := e.createContainer(ctx, spec)
-	if id != "" {
-		defer func() {
-			if rerr := e.removeContainer(id); rerr != nil && err == nil {
-				err = rerr
-			}
-		}()
-	}
-	if err != nil {
-		return out, err
-	}
-	res, err := e.runContainer(ctx, id, opt.Limits.Wall)
+	res, err := e.runOnce(ctx, spec, opt.Limits.Wall)
 	if err != nil {
 		return out, err
 	}

@@ -301,18 +301,7 @@ func (e *Engine) Run(ctx context.Context, opt Options) (out Outcome, err error) 
 		return out, nil
 	}
 
-	id, err := e.create(ctx, opt, stage.sub)
-	if id != "" {
-		defer func() {
-			if rerr := e.removeContainer(id); rerr != nil && err == nil {
-				err = rerr
-			}
-		}()
-	}
-	if err != nil {
-		return out, err
-	}
-	res, err := e.runContainer(ctx, id, opt.Limits.Wall)
+	res, err := e.runOnce(ctx, labSpec(opt, stage.sub), opt.Limits.Wall)
 	if err != nil {
 		return out, err
 	}
@@ -323,10 +312,22 @@ func (e *Engine) Run(ctx context.Context, opt Options) (out Outcome, err error) 
 	return out, nil
 }
 
-// create creates (not starts) the submission's container. It returns the
-// container's id whenever one exists, also with an error.
-func (e *Engine) create(ctx context.Context, opt Options, sub string) (string, error) {
-	return e.createContainer(ctx, labSpec(opt, sub))
+// runOnce creates a container from spec, runs it to its end or the wall
+// limit, and removes it whatever happened (a create that failed after the
+// daemon made the container included).
+func (e *Engine) runOnce(ctx context.Context, spec containerSpec, wall time.Duration) (res containerResult, err error) {
+	id, err := e.createContainer(ctx, spec)
+	if id != "" {
+		defer func() {
+			if rerr := e.removeContainer(id); rerr != nil && err == nil {
+				err = rerr
+			}
+		}()
+	}
+	if err != nil {
+		return res, err
+	}
+	return e.runContainer(ctx, id, wall)
 }
 
 // labSpec is the container of a lab run against the staged programs in
