@@ -41,6 +41,12 @@ func (q *Queue) ClaimBatch(ctx context.Context, owner string, now, leaseMs int64
 			             UNION ALL
 			             SELECT id FROM jobs WHERE closed_at IS NULL AND attempts >= max_attempts
 			                 AND lease_until <= ?1)`)
+	expired := q.stmt(ctx, `INSERT OR IGNORE INTO attempts (job_id, token, attempt, outcome, error, at_ms)
+			SELECT id, token, attempts, 'expired', 'lease', ?1 FROM jobs
+			WHERE id IN (SELECT id FROM jobs WHERE closed_at IS NULL AND deadline_at <= ?1 AND lease_until <= ?1
+			             UNION ALL
+			             SELECT id FROM jobs WHERE closed_at IS NULL AND attempts >= max_attempts
+			                 AND lease_until <= ?1)`)
 	// A granted job's lease runs past now, so the next grant steps over it.
 	grant := q.stmt(ctx, `UPDATE jobs SET state = 'leased',
 		owner = ?2, lease_until = ?1 + ?3, attempts = attempts + 1, token = token + 1, updated_at = ?1
@@ -58,6 +64,9 @@ func (q *Queue) ClaimBatch(ctx context.Context, owner string, now, leaseMs int64
 		return nil, fmt.Errorf("claim batch: look for spent jobs: %w", classify(err))
 	}
 	if spent {
+		if _, err := inTx(ctx, tx, expired).ExecContext(ctx, now); err != nil {
+			return nil, fmt.Errorf("claim batch: evidence of spent leases: %w", classify(err))
+		}
 		if _, err := inTx(ctx, tx, sweep).ExecContext(ctx, now); err != nil {
 			return nil, fmt.Errorf("claim batch: quarantine spent jobs: %w", classify(err))
 		}

@@ -110,17 +110,28 @@ func TestClaimBatchIsClaimRepeated(t *testing.T) {
 	}
 }
 
-// Nothing claimable: no jobs, no error, and the sweep is committed.
+// Nothing claimable: no jobs, no error, and the sweep is committed, with
+// the evidence Claim's sweep keeps (the spent lease's attempt, expired).
 func TestClaimBatchEmptyStillSweeps(t *testing.T) {
+	ctx := context.Background()
 	q, _ := openNew(t)
-	enqueue(t, q, "o-1", 1, 1, 600_000, t0)
-	a, _ := claim(t, q, "A", t0, 1000)
-	jobs, err := q.ClaimBatch(context.Background(), "B", a.LeaseUntil, 1000, 8)
+	single, _ := openNew(t)
+	for _, q := range []*queue.Queue{q, single} {
+		enqueue(t, q, "o-1", 1, 1, 600_000, t0)
+		claim(t, q, "A", t0, 1000)
+	}
+	jobs, err := q.ClaimBatch(ctx, "B", t0+1000, 1000, 8)
 	if err != nil || len(jobs) != 0 {
 		t.Fatalf("ClaimBatch = %v, %v; want nothing", ids(jobs), err)
 	}
 	if got := get(t, q, "o-1"); got.State != queue.Dead || got.Reason != queue.ReasonExhausted {
 		t.Fatalf("the spent lease is %s (%s), want dead (exhausted)", got.State, got.Reason)
+	}
+	claim(t, single, "B", t0+1000, 1000)
+	b, err1 := q.Show(ctx, "o-1")
+	s, err2 := single.Show(ctx, "o-1")
+	if err1 != nil || err2 != nil || fmt.Sprint(b.Attempts) != fmt.Sprint(s.Attempts) || len(b.Attempts) != 1 || b.Attempts[0].Outcome != "expired" {
+		t.Fatalf("the swept job's attempts after ClaimBatch: %+v (%v); after Claim: %+v (%v); want the same one, expired", b.Attempts, err1, s.Attempts, err2)
 	}
 }
 
