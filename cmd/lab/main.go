@@ -85,14 +85,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return runSelftest(ctx, args[1:], stdout, stderr)
 		case "crash":
 			return runCrash(ctx, args[1:], stdout, stderr)
-		case harness.JudgedExecCommand:
-			// A step of a traced start (harness.Judged.Exec): it returns
-			// only on failure.
-			return harness.JudgedExec(args[1:])
-		case harness.JudgedSQLCommand:
-			// The harness's hand on a program's SQLite file, as the judged
-			// (harness.sqlHand).
-			return harness.JudgedSQL(args[1:], os.Stdin, stdout)
+		case harness.JudgedExecCommand, harness.JudgedSQLCommand:
+			// A step of a traced start (harness.Judged.Exec), or the
+			// harness's hand on a program's SQLite file (harness.SQLHand):
+			// both run as the judged.
+			_, err := harness.Helper(args, os.Stdin, stdout)
+			return err
 		case "help", "-h", "--help":
 			printUsage(stdout)
 			return nil

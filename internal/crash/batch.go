@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"snacklab/labsteps/harness"
 	"strconv"
 	"strings"
 )
@@ -71,4 +72,13 @@ func batchArgs(cfg Config) []string {
 		return nil
 	}
 	return []string{"--batch", strconv.Itoa(cfg.Batch)}
+}
+
+// judgedArgs is what a replay line adds when the programs ran as a judged
+// identity, so that the replay runs them as the grade did.
+func judgedArgs(j *harness.Judged) []string {
+	if j == nil {
+		return nil
+	}
+	return []string{"--judged-uid", strconv.FormatUint(uint64(j.UID), 10), "--judged-gid", strconv.FormatUint(uint64(j.GID), 10)}
 }

@@ -267,7 +267,7 @@ func runPoint(ctx context.Context, cfg Config, st story, n int, dir string) (Poi
 	if err != nil {
 		return Point{}, nil, w.procs, err
 	}
-	replay := strings.Join(append([]string{"lab crash --bin", cfg.Bin, "--program", st.name, "--at", ms(int64(n))}, batchArgs(cfg)...), " ")
+	replay := strings.Join(append(append([]string{"lab crash --bin", cfg.Bin, "--program", st.name, "--at", ms(int64(n))}, batchArgs(cfg)...), judgedArgs(cfg.Judged)...), " ")
 	pt := Point{Program: st.name, N: n, OK: true}
 	var vs []vio
 	if k.Hit == nil {

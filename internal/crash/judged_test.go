@@ -12,13 +12,15 @@ import (
 	"snacklab/labsteps/harness"
 )
 
-// TestMain lets this test binary be the judged-exec step (lab judged-exec
-// in the lab), so the judged tests need no lab binary.
+// TestMain lets this test binary be the lab's judged helpers (lab
+// judged-exec, lab judged-sql), so the judged tests need no lab binary.
 func TestMain(m *testing.M) {
-	if len(os.Args) > 1 && os.Args[1] == harness.JudgedExecCommand {
-		err := harness.JudgedExec(os.Args[2:])
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(127)
+	if ok, err := harness.Helper(os.Args[1:], os.Stdin, os.Stdout); ok {
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(127)
+		}
+		os.Exit(0)
 	}
 	os.Exit(m.Run())
 }

@@ -210,8 +210,8 @@ func powerCutProgram(ctx context.Context, cfg PowerCutConfig, st story, dir stri
 				pr.Error = fmt.Sprintf("barrier %d state %d: %v", bi+1, s.Index+1, err)
 				return pr, vs, procs, took
 			}
-			replay := fmt.Sprintf("lab crash --power-cut --bin %s --program %s --barrier %d --state %d --budget %s --seed %d --keep",
-				cfg.Bin, st.name, bi+1, s.Index+1, cfg.Budget.Name, cfg.Seed)
+			replay := strings.TrimSpace(fmt.Sprintf("lab crash --power-cut --bin %s --program %s --barrier %d --state %d --budget %s --seed %d --keep %s",
+				cfg.Bin, st.name, bi+1, s.Index+1, cfg.Budget.Name, cfg.Seed, strings.Join(judgedArgs(cfg.Judged), " ")))
 			for _, v := range found {
 				vs = append(vs, CutViolation{Violation: Violation{Program: st.name, Call: cs.cutText(b), N: bi + 1,
 					Invariant: v.inv, Detail: v.detail, Replay: replay}, Barrier: bi + 1, State: s.Index + 1, Label: s.Label, Picture: m.Picture(s)})

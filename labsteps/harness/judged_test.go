@@ -67,13 +67,13 @@ func TestJudgedRunsApart(t *testing.T) {
 	}
 }
 
-// TestMain lets the test binary stand in for the lab's judged-sql
-// subcommand (harness.SQLHand's helper).
+// TestMain lets the test binary stand in for the lab's judged helpers
+// (judged-exec, judged-sql: harness.Helper).
 func TestMain(m *testing.M) {
-	if len(os.Args) > 1 && os.Args[1] == harness.JudgedSQLCommand {
-		if err := harness.JudgedSQL(os.Args[2:], os.Stdin, os.Stdout); err != nil {
+	if ok, err := harness.Helper(os.Args[1:], os.Stdin, os.Stdout); ok {
+		if err != nil {
 			os.Stderr.WriteString(err.Error() + "\n")
-			os.Exit(1)
+			os.Exit(127)
 		}
 		os.Exit(0)
 	}

@@ -186,6 +186,23 @@ func (s *SQLHand) Close() error {
 	return err
 }
 
+// Helper runs args as one of the lab's hidden subcommands for the judged
+// (judged-exec, judged-sql) and reports whether args named one: the lab's
+// main, and a test binary that stands in for the lab, call it first.
+// judged-exec returns only on failure.
+func Helper(args []string, stdin io.Reader, stdout io.Writer) (bool, error) {
+	if len(args) == 0 {
+		return false, nil
+	}
+	switch args[0] {
+	case JudgedExecCommand:
+		return true, JudgedExec(args[1:])
+	case JudgedSQLCommand:
+		return true, JudgedSQL(args[1:], stdin, stdout)
+	}
+	return false, nil
+}
+
 // JudgedSQL is the judged-sql subcommand: args are UID GID DSN. It drops to
 // the judged identity first (every thread: no file is opened before), then
 // opens DSN and answers each statement read from stdin with {"ok":true} or
