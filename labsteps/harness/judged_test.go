@@ -148,3 +148,17 @@ func TestJudgedSQLHandKeepsTheJudgesRights(t *testing.T) {
 		t.Errorf("failed checks: got %q, want the two edits through links refused (permission denied)", failed)
 	}
 }
+
+// TestJudgedSQLHandSaysWhyItEnded: a helper that ends before it answers
+// (here it refuses uid 0) is an error naming what it printed.
+func TestJudgedSQLHandSaysWhyItEnded(t *testing.T) {
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := &harness.Judged{UID: 0, GID: 0, Exec: []string{self, harness.JudgedExecCommand}}
+	_, err = j.OpenSQL(context.Background(), "file:"+filepath.Join(t.TempDir(), "q.db")+"?mode=rw")
+	if err == nil || !strings.Contains(err.Error(), "want a non-zero numeric UID") {
+		t.Errorf("OpenSQL as uid 0: got %v, want the helper's refusal", err)
+	}
+}

@@ -40,7 +40,8 @@ type SQLHand struct {
 	cmd    *exec.Cmd
 	in     io.WriteCloser
 	out    *bufio.Reader
-	stderr *bytes.Buffer
+	stderr *bytes.Buffer // read only once the helper was waited for
+	waited bool
 }
 
 // SQLiteDSN opens the file at path read-write, never creating it, with a
@@ -155,9 +156,11 @@ func (s *SQLHand) answer(ctx context.Context) (string, error) {
 	case <-ctx.Done():
 		syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
 		<-got
+		s.wait()
 		return "", ctx.Err()
 	case r := <-got:
 		if r.err != nil {
+			s.wait() // its stderr is whole once it was waited for
 			return "", fmt.Errorf("%s ended: %w (stderr: %q)", JudgedSQLCommand, r.err, s.stderr.String())
 		}
 		var a sqlAnswer
@@ -180,10 +183,17 @@ func (s *SQLHand) Close() error {
 		}
 		return err
 	}
+	if s.waited {
+		return nil
+	}
+	return s.wait() // stdin's end ends the helper (rolling back what is open)
+}
+
+// wait closes the helper's stdin and waits for it, once.
+func (s *SQLHand) wait() error {
+	s.waited = true
 	s.in.Close()
-	err := s.cmd.Wait()
-	syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
-	return err
+	return s.cmd.Wait()
 }
 
 // Helper runs args as one of the lab's hidden subcommands for the judged
