@@ -21,7 +21,7 @@ import (
 
 // JudgedSQLCommand is the lab's hidden subcommand that becomes a judged
 // identity and then runs SQL statements on one connection to a file:
-// lab judged-sql UID GID DSN, one JSON string a line on stdin, one JSON
+// lab judged-sql UID GID DSN, one JSON request a line on stdin, one JSON
 // answer a line on stdout.
 const JudgedSQLCommand = "judged-sql"
 
@@ -215,10 +215,11 @@ func Helper(args []string, stdin io.Reader, stdout io.Writer) (bool, error) {
 
 // JudgedSQL is the judged-sql subcommand: args are UID GID DSN. It drops to
 // the judged identity first (every thread: no file is opened before), then
-// opens DSN and answers each statement read from stdin with {"ok":true} or
-// {"error":"…"} on stdout; its first answer says whether the file opened.
-// The identity change also makes the process non-dumpable, so the judged
-// cannot read its memory.
+// opens DSN and answers each request read from stdin (sqlRequest, one JSON
+// object a line) with one sqlAnswer on stdout: {} or {"value":"…"}, or
+// {"error":"…"}; its first answer says whether the file opened. It makes
+// itself non-dumpable, so the judged, whose uid it now has, can neither
+// trace it nor read its memory.
 func JudgedSQL(args []string, stdin io.Reader, stdout io.Writer) error {
 	if len(args) != 3 {
 		return fmt.Errorf("usage: lab %s UID GID DSN", JudgedSQLCommand)
@@ -239,6 +240,11 @@ func JudgedSQL(args []string, stdin io.Reader, stdout io.Writer) error {
 	}
 	if os.Geteuid() != int(uid) {
 		return fmt.Errorf("%s: still uid %d after setuid %d", JudgedSQLCommand, os.Geteuid(), uid)
+	}
+	// The judged share this uid now: none of their processes may trace this
+	// one and answer for it (an integrity check's "ok").
+	if err := notDumpable(); err != nil {
+		return fmt.Errorf("%s: prctl(PR_SET_DUMPABLE, 0): %w", JudgedSQLCommand, err)
 	}
 	enc := json.NewEncoder(stdout)
 	say := func(v string, err error) error {
