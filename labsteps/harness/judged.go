@@ -113,14 +113,24 @@ func JudgedExec(args []string) error {
 	if len(args) < 4 || args[2] != "--" {
 		return fmt.Errorf("usage: lab %s UID GID -- PROG [ARGS...]", JudgedExecCommand)
 	}
-	uid, err1 := strconv.ParseUint(args[0], 10, 32)
-	gid, err2 := strconv.ParseUint(args[1], 10, 32)
-	if err1 != nil || err2 != nil || uid == 0 {
-		return fmt.Errorf("%s: want a non-zero numeric UID and a numeric GID, got %q %q", JudgedExecCommand, args[0], args[1])
-	}
 	prog, err := exec.LookPath(args[3])
 	if err != nil {
 		return err
+	}
+	if err := become(JudgedExecCommand, args[0], args[1]); err != nil {
+		return err
+	}
+	return syscall.Exec(prog, args[3:], (*Judged)(nil).Env())
+}
+
+// become drops this process, every thread of it, to the judged identity
+// named by the numeric uid and gid (never root), with no supplementary
+// groups, for the helper cmd (judged-exec, judged-sql).
+func become(cmd, uidArg, gidArg string) error {
+	uid, err1 := strconv.ParseUint(uidArg, 10, 32)
+	gid, err2 := strconv.ParseUint(gidArg, 10, 32)
+	if err1 != nil || err2 != nil || uid == 0 {
+		return fmt.Errorf("%s: want a non-zero numeric UID and a numeric GID, got %q %q", cmd, uidArg, gidArg)
 	}
 	if err := syscall.Setgroups(nil); err != nil {
 		return fmt.Errorf("setgroups: %w", err)
@@ -131,7 +141,10 @@ func JudgedExec(args []string) error {
 	if err := syscall.Setuid(int(uid)); err != nil {
 		return fmt.Errorf("setuid %d: %w", uid, err)
 	}
-	return syscall.Exec(prog, args[3:], (*Judged)(nil).Env())
+	if os.Geteuid() != int(uid) || os.Getegid() != int(gid) {
+		return fmt.Errorf("%s: uid %d gid %d after setuid %d setgid %d", cmd, os.Geteuid(), os.Getegid(), uid, gid)
+	}
+	return nil
 }
 
 // WriteScratch writes data as a new file at path in the work dir, for the

@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"io"
 	"net/url"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -224,22 +223,8 @@ func JudgedSQL(args []string, stdin io.Reader, stdout io.Writer) error {
 	if len(args) != 3 {
 		return fmt.Errorf("usage: lab %s UID GID DSN", JudgedSQLCommand)
 	}
-	uid, err1 := strconv.ParseUint(args[0], 10, 32)
-	gid, err2 := strconv.ParseUint(args[1], 10, 32)
-	if err1 != nil || err2 != nil || uid == 0 {
-		return fmt.Errorf("%s: want a non-zero numeric UID and a numeric GID, got %q %q", JudgedSQLCommand, args[0], args[1])
-	}
-	if err := syscall.Setgroups(nil); err != nil {
-		return fmt.Errorf("setgroups: %w", err)
-	}
-	if err := syscall.Setgid(int(gid)); err != nil {
-		return fmt.Errorf("setgid %d: %w", gid, err)
-	}
-	if err := syscall.Setuid(int(uid)); err != nil {
-		return fmt.Errorf("setuid %d: %w", uid, err)
-	}
-	if os.Geteuid() != int(uid) {
-		return fmt.Errorf("%s: still uid %d after setuid %d", JudgedSQLCommand, os.Geteuid(), uid)
+	if err := become(JudgedSQLCommand, args[0], args[1]); err != nil {
+		return err
 	}
 	// The judged share this uid now: none of their processes may trace this
 	// one and answer for it (an integrity check's "ok").
