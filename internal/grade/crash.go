@@ -65,13 +65,21 @@ func seedOf(name string) int64 {
 // before the loop that sums the scores (internal/grade/grade.go, gradeOne).
 func GradeCrash(ctx context.Context, bin, work string, points float64, name string) StepRecord {
 	seed := seedOf(name)
-	rec := crashRecord(points, seed)
+	return gradeHere(crashRecord(points, seed), work, "lab crash", func() (*crash.Report, error) {
+		return crash.Run(ctx, crash.Config{Bin: bin, Work: work, Seed: seed, Kills: crashKills})
+	}, scoreCrash)
+}
+
+// gradeHere runs one crash item on this machine under work into rec,
+// timed: a grader that cannot trace is "not graded", a run that could not
+// happen is the reason, a report is scored by score.
+func gradeHere[R any](rec StepRecord, work, what string, run func() (*R, error), score func(*StepRecord, *R)) StepRecord {
 	t0 := time.Now()
 	if err := os.MkdirAll(work, 0o755); err != nil {
 		rec.Reason = err.Error()
 		return rec
 	}
-	rep, err := crash.Run(ctx, crash.Config{Bin: bin, Work: work, Seed: seed, Kills: crashKills})
+	rep, err := run()
 	rec.Took = time.Since(t0).Seconds()
 	switch {
 	case errors.Is(err, crash.ErrNoTracing):
@@ -80,10 +88,10 @@ func GradeCrash(ctx context.Context, bin, work string, points float64, name stri
 		return rec
 	case err != nil:
 		rec.Reason = err.Error()
-		rec.Output = "lab crash could not run: " + err.Error()
+		rec.Output = what + " could not run: " + err.Error()
 		return rec
 	}
-	scoreCrash(&rec, rep)
+	score(&rec, rep)
 	return rec
 }
 
@@ -155,26 +163,9 @@ func scoreCrash(rec *StepRecord, rep *crash.Report) {
 // submission's name.
 func GradePowerCut(ctx context.Context, bin, work string, points float64, name string) StepRecord {
 	seed := seedOf(name)
-	rec := powerCutRecord(points, seed)
-	t0 := time.Now()
-	if err := os.MkdirAll(work, 0o755); err != nil {
-		rec.Reason = err.Error()
-		return rec
-	}
-	rep, err := crash.PowerCut(ctx, crash.PowerCutConfig{Bin: bin, Work: work, Seed: seed, Budget: powercut.Small})
-	rec.Took = time.Since(t0).Seconds()
-	switch {
-	case errors.Is(err, crash.ErrNoTracing):
-		rec.Reason = "not graded: this grader cannot trace processes (ptrace): " + err.Error()
-		rec.Output = rec.Reason
-		return rec
-	case err != nil:
-		rec.Reason = err.Error()
-		rec.Output = "lab crash --power-cut could not run: " + err.Error()
-		return rec
-	}
-	scorePowerCut(&rec, rep)
-	return rec
+	return gradeHere(powerCutRecord(points, seed), work, "lab crash --power-cut", func() (*crash.PowerCutReport, error) {
+		return crash.PowerCut(ctx, crash.PowerCutConfig{Bin: bin, Work: work, Seed: seed, Budget: powercut.Small})
+	}, scorePowerCut)
 }
 
 // PowerCutRunner is CrashRunner for the power cut: lab crash --power-cut,
