@@ -280,44 +280,57 @@ func headerPost(h *harness.Harness, base, id string, size int) harness.HTTPAnswe
 	return a
 }
 
-// slowClient: a client that stalls a second and a half in the middle of its
-// headers, in the middle of its body, or between two requests on one
-// keep-alive connection is still served (CONTRACT §5: a receiver may bound
-// what one client holds, but no bound is under one second). The stall is
-// the lab's own; when it ran far longer than asked (a loaded machine), a
-// refused probe is a time-out, not a failure.
+// slowClient: a client that stalls 0.7 s in the middle of its headers, in
+// the middle of its body, or between two requests on one keep-alive
+// connection is still served (CONTRACT §5: a receiver may bound what one
+// client holds, but no bound is under one second). The stall stays under
+// the smallest bound allowed, with room for the lab's own writes; when the
+// lab held the client a second or more after all (a loaded machine), a
+// refused probe is a time-out, not a failure: a receiver bounding clients
+// at exactly one second may cut it.
 func slowClient(h *harness.Harness) {
 	h.Clause("§5.listening")
 	rcv := h.StartReceiver("receiver-u.db")
 	h.Clause("§5.bounds")
-	const stall = 1500 * time.Millisecond
+	const stall = 700 * time.Millisecond
 	addr := strings.TrimPrefix(rcv.URL, "http://")
 	request := func(id string) string {
 		body := fmt.Sprintf(`{"id":%q,"qty":7,"token":1}`, id)
 		return fmt.Sprintf("POST /orders HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", addr, len(body), body)
 	}
 	why := "CONTRACT §5: a receiver may bound what one client can hold, but no bound is under one second: a sender on a slow " +
-		"network that pauses a second and a half is still served"
-	probe := func(what, id string, exchange func(c net.Conn, br *bufio.Reader) (harness.HTTPAnswer, time.Duration)) {
+		"network that pauses 0.7 s is still served"
+	// exchange returns the answer and how long the lab held the client
+	// before its last byte, from start (or from the first answer, between
+	// two requests).
+	probe := func(what, id string, exchange func(c net.Conn, br *bufio.Reader, start time.Time) (harness.HTTPAnswer, time.Duration)) {
 		h.Section("u: " + what)
-		h.Action(fmt.Sprintf("POST /orders %s, stalling %v %s", id, stall, what), result.NoClock)
 		var a harness.HTTPAnswer
 		var took time.Duration
-		c, err := net.DialTimeout("tcp", addr, h.WaitLimit)
-		if err != nil {
-			a = harness.HTTPAnswer{Err: err}
-		} else {
-			c.SetDeadline(time.Now().Add(h.WaitLimit + stall))
-			a, took = exchange(c, bufio.NewReader(c))
-			c.Close()
+		var ok bool
+		// A try the machine stretched to a second or more judges nothing
+		// (the receiver may cut it): up to three tries for one that did not.
+		for try := 1; try <= 3; try++ {
+			h.Action(fmt.Sprintf("POST /orders %s, stalling %v %s (try %d)", id, stall, what, try), result.NoClock)
+			start := time.Now() // a bound on headers may count from the connection
+			c, err := net.DialTimeout("tcp", addr, h.WaitLimit)
+			if err != nil {
+				a, took = harness.HTTPAnswer{Err: err}, 0
+			} else {
+				c.SetDeadline(time.Now().Add(h.WaitLimit + stall))
+				a, took = exchange(c, bufio.NewReader(c), start)
+				c.Close()
+			}
+			if errors.Is(a.Err, errNothingToJudge) {
+				h.Narrate("· the receiver closes the connection after each answer (Connection: close): no second request on it to judge")
+				return
+			}
+			h.Narrate("→ %s (the client was held %v)", a, took.Round(time.Millisecond))
+			if ok = a.Err == nil && a.Status == 200 && a.Ack() == "true"; ok || took < time.Second {
+				break
+			}
 		}
-		if errors.Is(a.Err, errNothingToJudge) {
-			h.Narrate("· the receiver closes the connection after each answer (Connection: close): no second request on it to judge")
-			return
-		}
-		h.Narrate("→ %s (the stall took %v)", a, took.Round(time.Millisecond))
-		ok := a.Err == nil && a.Status == 200 && a.Ack() == "true"
-		if !ok && took > 5*time.Second {
+		if !ok && took >= time.Second {
 			h.Timeout("a client stalling "+what+" is still served", `200 {"ack":true,…}`,
 				fmt.Sprintf("%s after a stall that took %v instead of %v", a, took.Round(time.Millisecond), stall), why)
 			return
@@ -325,8 +338,7 @@ func slowClient(h *harness.Harness) {
 		h.Check("a client stalling "+what+" is still served", ok, `200 {"ack":true,…}`, a.String(), why)
 	}
 	// send writes req in two pieces, stalling between them, and reads the answer.
-	send := func(c net.Conn, br *bufio.Reader, req string, cut int) (harness.HTTPAnswer, time.Duration) {
-		start := time.Now()
+	send := func(c net.Conn, br *bufio.Reader, req string, cut int, start time.Time) (harness.HTTPAnswer, time.Duration) {
 		if _, err := io.WriteString(c, req[:cut]); err != nil {
 			return harness.HTTPAnswer{Err: err}, time.Since(start)
 		}
@@ -338,19 +350,23 @@ func slowClient(h *harness.Harness) {
 		}
 		return readAnswer(br), took
 	}
-	probe("in the middle of its headers", "u-head", func(c net.Conn, br *bufio.Reader) (harness.HTTPAnswer, time.Duration) {
+	probe("in the middle of its headers", "u-head", func(c net.Conn, br *bufio.Reader, start time.Time) (harness.HTTPAnswer, time.Duration) {
 		req := request("u-head")
-		return send(c, br, req, strings.Index(req, "\r\n")+2)
+		return send(c, br, req, strings.Index(req, "\r\n")+2, start)
 	})
-	probe("in the middle of its body", "u-body", func(c net.Conn, br *bufio.Reader) (harness.HTTPAnswer, time.Duration) {
+	probe("in the middle of its body", "u-body", func(c net.Conn, br *bufio.Reader, start time.Time) (harness.HTTPAnswer, time.Duration) {
 		req := request("u-body")
-		return send(c, br, req, strings.Index(req, "\r\n\r\n")+5)
+		return send(c, br, req, strings.Index(req, "\r\n\r\n")+5, start)
 	})
-	probe("between two requests on one connection", "u-idle", func(c net.Conn, br *bufio.Reader) (harness.HTTPAnswer, time.Duration) {
+	probe("between two requests on one connection", "u-idle", func(c net.Conn, br *bufio.Reader, _ time.Time) (harness.HTTPAnswer, time.Duration) {
 		req := request("u-idle")
 		if _, err := io.WriteString(c, req); err != nil {
 			return harness.HTTPAnswer{Err: err}, 0
 		}
+		// The receiver's idle time starts when it has answered, which is
+		// after this: counting from here overstates the lab's hold, never
+		// understates it.
+		sent := time.Now()
 		resp, err := http.ReadResponse(br, nil)
 		if err != nil {
 			return harness.HTTPAnswer{Err: fmt.Errorf("the first request: %w", err)}, 0
@@ -362,7 +378,7 @@ func slowClient(h *harness.Harness) {
 			// is then no second request on this connection to judge.
 			return harness.HTTPAnswer{Err: errNothingToJudge}, 0
 		}
-		return send(c, br, req, 0)
+		return send(c, br, req, 0, sent)
 	})
 }
 

@@ -213,6 +213,19 @@ func TestMutantsApply(t *testing.T) {
 			}
 		})
 	}
+	// The variants (correct answers every step must pass) apply too.
+	variants, err := mutants.Variants()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range variants {
+		t.Run(v.Name, func(t *testing.T) {
+			t.Parallel()
+			if err := v.Apply(context.Background(), root, t.TempDir()); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
 }
 
 // The forced interleaving catches every race-shaped claim every time, and

@@ -20,8 +20,8 @@ var step5 = Step{
 			"duplicate (same qty) is accepted as duplicate:true, both changing nothing — a dead job is not revived, a " +
 			"done one not reset; investigate records its row and leaves the whole job unchanged; investigate and show " +
 			"of an unknown id exit 8, writing nothing. show lists every redrive and investigation of a job in time " +
-			"order (oldest or newest first), and none of another job's. A redrive whose state change fails (the lab makes every update of " +
-			"the job fail for a moment) leaves no audit row: the row and the change are one transaction. " +
+			"order (oldest or newest first), and none of another job's. A redrive whose state change fails (the lab makes every write of " +
+			"the job's row — update, delete or insert — fail for a moment) leaves no audit row: the row and the change are one transaction. " +
 			"For a dead job it writes the audit row (job_id, prev_token, " +
 			"prev_reason, at_ms, note) and makes the job pending with attempts 0, available_at now and a new " +
 			"deadline, keeping the token. The next claim gets token 2, and the old holder's token 1 finish is refused. " +
@@ -151,7 +151,7 @@ func redriveStory(h *harness.Harness) {
 	trap.Remove()
 	h.Check("a redrive of r-dead whose state change fails is reported as a failure",
 		failed.Run.Code != 0 || failed.Run.Signal != "", "a non-zero exit", failed.Run.Exit()+failed.Run.StderrHint(),
-		"every update of r-dead was made to fail: a redrive that reports success here did not change the job")
+		"every write of r-dead's row (update, delete, insert) was made to fail: a redrive that reports success here did not change the job")
 	s := h.MustShow("r-dead")
 	h.Equal("the failed redrive left no audit row and r-dead unchanged",
 		before["r-dead"].Job.Canon+" redrives=0", fmt.Sprintf("%s redrives=%d", s.Job.Canon, len(s.Redrives)),

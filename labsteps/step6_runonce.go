@@ -36,7 +36,7 @@ var step6 = Step{
 			"Its fault modes each do exactly what §5 says (fail_next N, reject_ids, loose_ack on every success, hold_next " +
 			"committing first, POST /faults leaving absent fields, SIGTERM dropping a held answer); a taken port or a missing " +
 			"directory stops it before any file is made. The sender keeps --url's path and holds --now-ms for a whole run. " +
-			"A client that stalls 1.5 s mid-headers, mid-body or between two requests on one connection is still served. " +
+			"A client that stalls 0.7 s (under the 1 s a receiver may bound it to) mid-headers, mid-body or between two requests on one connection is still served. " +
 			"Where the sender offers --batch (optional), run-once --batch 5 over six due jobs grants the five due first, each " +
 			"with its own token and lease, POSTs each once, finishes the decided ones, leaves a BadAck and a 302 leased, prints " +
 			"every claimed before the first response and the finished in claim order, and exits 20 for the BadAck granted " +
@@ -695,11 +695,13 @@ func receiverClauses(h *harness.Harness) {
 	// each waits at its first use of the file: a check made outside the
 	// transaction that inserts then meets the other copies' checks.
 	answers := h.PostTogether(rcv.URL, "/orders", `{"id":"k-same","qty":7,"token":1}`, n, rcv.DB)
-	// A copy the lab held unfinished for over a second, and whose connection
-	// then failed, may have been cut by a time bound the contract allows:
-	// the machine was too slow for the probe, which is no wrong answer.
+	// A copy the lab held unfinished for a second or more may have been cut
+	// by a time bound the contract allows, and then failed or been refused
+	// (a receiver that stops waiting for a body may answer 400): the machine
+	// was too slow for the probe, which is no wrong answer.
 	for i, a := range answers {
-		if a.Err != nil && a.Held > time.Second {
+		served := a.Err == nil && (a.Status == 200 && a.Ack() == "true" || a.Status >= 500 && a.Status <= 599)
+		if !served && a.Held >= time.Second {
 			h.Timeout(fmt.Sprintf("%d simultaneous POSTs: the lab sends each copy's last byte within a second of its first", n),
 				"every copy finished within the 1s a receiver may bound a client to",
 				fmt.Sprintf("copy #%d was held %v before its last byte, then %s", i, a.Held.Round(time.Millisecond), a),

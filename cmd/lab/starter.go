@@ -185,15 +185,16 @@ func moduleRoot(dir string) (string, error) {
 	return root, nil
 }
 
-const selftestUsage = `usage: lab selftest [flags] [MUTANT…]
+const selftestUsage = `usage: lab selftest [flags] [MUTANT|VARIANT…]
 
 Proves the lab's checks: grades the reference (every step must pass), the
 learner's copy that ` + "`lab starter`" + ` writes (every step must fail saying "not
-implemented") and every mutant in labsteps/mutants (each must be rejected by
-every step its mutant names), and prints a table and the line
-  selftest: N/N mutants rejected, reference 8/8, starter 0/8
-Exit 0 only if everything went as expected. MUTANT names limit the mutants.
-See docs/selftest.md.
+implemented"), every mutant in labsteps/mutants (each must be rejected by
+every step its mutant names) and every variant there (a correct answer the
+contract allows: every step must pass it), and prints a table and the line
+  selftest: N/N mutants rejected, V/V variants passed, reference 8/8, starter 0/8
+Exit 0 only if everything went as expected. Names limit the mutants and
+variants. See docs/selftest.md.
 
 flags:
 `

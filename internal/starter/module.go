@@ -62,8 +62,8 @@ func leftOut(rel string, dir bool, root string) string {
 	}
 	dirName := path.Dir(rel)
 	switch {
-	case dirName == "labsteps/mutants" && (strings.HasSuffix(name, ".mutant") || name == "embedded.go"):
-		return "the mutants: their search texts are the reference solution"
+	case dirName == "labsteps/mutants" && (strings.HasSuffix(name, ".mutant") || strings.HasSuffix(name, ".variant") || name == "embedded.go"):
+		return "the mutants and variants: their search texts are the reference solution"
 	case dirName == "labsteps/mutants" && strings.HasSuffix(name, "_test.go"):
 		return "tests of the mutants, which the copy does not have"
 	case dirName == "internal/starter" && strings.HasSuffix(name, "_test.go"), rel == "cmd/lab/starter_test.go":

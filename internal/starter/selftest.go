@@ -40,7 +40,7 @@ type SelftestConfig struct {
 	Labs        int           // lab runs at once; 0 is DefaultLabs
 	Repeat      int           // runs of the lab per target; 0 is 1
 	StepTimeout time.Duration // per step; 0 derives it from the calibration and the load, as `lab run` does
-	Only        []string      // mutant names; none means all
+	Only        []string      // mutant and variant names; none means all of both
 	// AllSteps runs every step against each mutant, not only those it
 	// names, to list the other steps that reject it too (Outcome.Also).
 	AllSteps bool
@@ -54,6 +54,9 @@ const (
 	KindReference = "reference"
 	KindStarter   = "starter"
 	KindMutant    = "mutant"
+	// KindVariant is a correct answer the contract allows (NAME.variant):
+	// like the reference, it must pass every step.
+	KindVariant = "variant"
 )
 
 // Outcome is how one target fared.
@@ -95,6 +98,7 @@ type SelftestReport struct {
 	Reference Outcome   `json:"reference"`
 	Starter   Outcome   `json:"starter"`
 	Mutants   []Outcome `json:"mutants"`
+	Variants  []Outcome `json:"variants"`
 	Summary   string    `json:"summary"`
 	// AllSteps says every step ran against each mutant, so Also lists
 	// every other step that rejected it; otherwise only the named steps ran.
@@ -117,7 +121,7 @@ type target struct {
 func Selftest(ctx context.Context, cfg SelftestConfig) (*SelftestReport, error) {
 	t0 := time.Now()
 	cfg = cfg.withDefaults()
-	all, err := selectMutants(cfg.Only)
+	all, variants, err := selectTargets(cfg.Only)
 	if err != nil {
 		return nil, err
 	}
@@ -139,7 +143,7 @@ func Selftest(ctx context.Context, cfg SelftestConfig) (*SelftestReport, error) 
 	} else {
 		defer os.RemoveAll(work)
 	}
-	ref, others := targets(cfg, rep, all, files)
+	ref, others := targets(cfg, rep, all, variants, files)
 	if err := buildAndGrade(ctx, cfg, work, all, ref, others); err != nil {
 		return nil, err
 	}
@@ -169,26 +173,33 @@ func (cfg SelftestConfig) withDefaults() SelftestConfig {
 // runs load the machine about as much as one run of all eight steps.
 const DefaultLabs = 8
 
-// selectMutants is every mutant, or those named in only, in that order.
-func selectMutants(only []string) ([]mutants.Mutant, error) {
+// selectTargets is every mutant and variant, or those named in only, in
+// that order.
+func selectTargets(only []string) (muts, variants []mutants.Mutant, err error) {
 	all, err := mutants.All()
+	if err != nil {
+		return nil, nil, err
+	}
+	vs, err := mutants.Variants()
 	if err != nil || len(only) == 0 {
-		return all, err
+		return all, vs, err
 	}
-	var sel []mutants.Mutant
 	for _, name := range only {
-		i := slices.IndexFunc(all, func(m mutants.Mutant) bool { return m.Name == name })
-		if i < 0 {
-			return nil, fmt.Errorf("no mutant %q (see labsteps/mutants/*.mutant)", name)
+		byName := func(m mutants.Mutant) bool { return m.Name == name }
+		if i := slices.IndexFunc(all, byName); i >= 0 {
+			muts = append(muts, all[i])
+		} else if i := slices.IndexFunc(vs, byName); i >= 0 {
+			variants = append(variants, vs[i])
+		} else {
+			return nil, nil, fmt.Errorf("no mutant or variant %q (see labsteps/mutants/*.mutant, *.variant)", name)
 		}
-		sel = append(sel, all[i])
 	}
-	return sel, nil
+	return muts, variants, nil
 }
 
 // targets makes the reference's target and the others (the starter, then
-// each mutant), each with an Outcome in rep.
-func targets(cfg SelftestConfig, rep *SelftestReport, all []mutants.Mutant, files programFiles) (ref *target, others []*target) {
+// each mutant, then each variant), each with an Outcome in rep.
+func targets(cfg SelftestConfig, rep *SelftestReport, all, variants []mutants.Mutant, files programFiles) (ref *target, others []*target) {
 	var every []int
 	for _, s := range labsteps.Steps() {
 		every = append(every, s.Num)
@@ -226,6 +237,13 @@ func targets(cfg SelftestConfig, rep *SelftestReport, all []mutants.Mutant, file
 			run = every
 		}
 		others = append(others, &target{out: &rep.Mutants[i], run: run, build: func(ctx context.Context, dir string) (string, error) {
+			return buildMutant(ctx, cfg.Module, dir, m, files, ref.bin)
+		}})
+	}
+	rep.Variants = make([]Outcome, len(variants))
+	for i, m := range variants {
+		rep.Variants[i] = Outcome{Name: m.Name, Kind: KindVariant, Comment: m.Comment, Steps: every, Clauses: m.Clauses, Rows: []Row{}, Also: []int{}}
+		others = append(others, &target{out: &rep.Variants[i], run: every, build: func(ctx context.Context, dir string) (string, error) {
 			return buildMutant(ctx, cfg.Module, dir, m, files, ref.bin)
 		}})
 	}
@@ -287,7 +305,7 @@ func buildAndGrade(ctx context.Context, cfg SelftestConfig, work string, all []m
 			if err := ctx.Err(); err != nil {
 				return err
 			}
-			if ref.bin == "" && t.out.Kind == KindMutant {
+			if ref.bin == "" && (t.out.Kind == KindMutant || t.out.Kind == KindVariant) {
 				t.out.Error = "build: not built: the reference did not build"
 				return nil
 			}
@@ -314,9 +332,16 @@ func (rep *SelftestReport) finish(took time.Duration) {
 		}
 		rep.OK = rep.OK && m.OK
 	}
+	passed := 0
+	for _, v := range rep.Variants {
+		if v.OK {
+			passed++
+		}
+		rep.OK = rep.OK && v.OK
+	}
 	rep.TookS = took.Seconds()
-	rep.Summary = fmt.Sprintf("selftest: %d/%d mutants rejected, reference %d/%d, starter %d/%d",
-		rejected, len(rep.Mutants), rep.Reference.Passed, len(rep.Reference.Steps), rep.Starter.Passed, len(rep.Starter.Steps))
+	rep.Summary = fmt.Sprintf("selftest: %d/%d mutants rejected, %d/%d variants passed, reference %d/%d, starter %d/%d",
+		rejected, len(rep.Mutants), passed, len(rep.Variants), rep.Reference.Passed, len(rep.Reference.Steps), rep.Starter.Passed, len(rep.Starter.Steps))
 }
 
 func build(ctx context.Context, src, dir string) (string, error) {
@@ -475,7 +500,7 @@ func judge(out *Outcome, runs [][]result.Result) {
 			r := findStep(run, step)
 			var ok bool
 			switch out.Kind {
-			case KindReference:
+			case KindReference, KindVariant:
 				ok = r != nil && r.Pass
 			case KindStarter:
 				ok = r != nil && !r.Pass && strings.Contains(r.Detail(), NotImplemented)
@@ -496,7 +521,7 @@ func judge(out *Outcome, runs [][]result.Result) {
 			}
 		}
 		switch out.Kind {
-		case KindReference:
+		case KindReference, KindVariant:
 			row.Want, row.Result = "pass", fmt.Sprintf("passed %d/%d", good, n)
 		case KindStarter:
 			row.Want, row.Result = NotImplemented, fmt.Sprintf("%s %d/%d", NotImplemented, good, n)
@@ -641,7 +666,7 @@ func (rep *SelftestReport) WriteTable(w io.Writer) error {
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", o.Name, step, want, result, a, what)
 	}
-	for _, o := range append([]Outcome{rep.Reference, rep.Starter}, rep.Mutants...) {
+	for _, o := range rep.all() {
 		switch {
 		case o.Error != "":
 			line(o, joinInts(o.Steps), wantOf(o), "ERROR", nil, firstLine(o.Error))
@@ -686,7 +711,7 @@ func (rep *SelftestReport) WriteTable(w io.Writer) error {
 			return err
 		}
 	}
-	for _, o := range append([]Outcome{rep.Reference, rep.Starter}, rep.Mutants...) {
+	for _, o := range rep.all() {
 		if o.Error != "" {
 			fmt.Fprintf(w, "\n%s: %s\n", o.Name, o.Error)
 		}
@@ -704,9 +729,14 @@ func (rep *SelftestReport) WriteTable(w io.Writer) error {
 	return err
 }
 
+// all is every outcome, in the order the table lists them.
+func (rep *SelftestReport) all() []Outcome {
+	return slices.Concat([]Outcome{rep.Reference, rep.Starter}, rep.Mutants, rep.Variants)
+}
+
 func wantOf(o Outcome) string {
 	switch o.Kind {
-	case KindReference:
+	case KindReference, KindVariant:
 		return "pass"
 	case KindStarter:
 		return NotImplemented
@@ -758,7 +788,7 @@ func crashPrograms(out *Outcome, all []mutants.Mutant, batched bool) []string {
 			}
 		}
 	}
-	if out.Kind == KindStarter {
+	if out.Kind == KindStarter || out.Kind == KindVariant {
 		return nil
 	}
 	return progs

@@ -20,7 +20,7 @@ const powerCutSeed = 1
 // target: a mutant's "# powercut:" programs; for the reference, every
 // program some selected mutant names; nothing for the starter.
 func powerCutPrograms(out *Outcome, all []mutants.Mutant) []string {
-	if out.Kind == KindStarter {
+	if out.Kind == KindStarter || out.Kind == KindVariant {
 		return nil
 	}
 	var progs []string

@@ -2,6 +2,7 @@ package starter_test
 
 import (
 	"bytes"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -68,6 +69,10 @@ func TestJudge(t *testing.T) {
 		{"a later part's failure on the mutant's clause counts", starter.Outcome{Kind: starter.KindMutant, Steps: []int{3}, Clauses: []string{"§2.claim.order"}},
 			[][]result.Result{twoParts()}, true, 7, "rejected 1/1", ""},
 		{"no run at all", starter.Outcome{Kind: starter.KindMutant, Steps: []int{3}, Clauses: due}, nil, false, 0, "rejected 0/0", ""},
+		{"variant passes every step", starter.Outcome{Kind: starter.KindVariant, Steps: every, Clauses: due},
+			[][]result.Result{run(nil)}, true, 8, "passed 1/1", ""},
+		{"variant fails a step", starter.Outcome{Kind: starter.KindVariant, Steps: every, Clauses: due},
+			[][]result.Result{run(map[int]string{6: "x"})}, false, 7, "passed 1/1", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out := tc.out
@@ -98,6 +103,10 @@ func twoParts() []result.Result {
 	return rs
 }
 
+// squeeze makes every run of spaces one: the table's padding depends on
+// its widest cell.
+func squeeze(s string) string { return regexp.MustCompile(` +`).ReplaceAllString(s, " ") }
+
 func fmtInts(ns []int) string {
 	s := make([]string, len(ns))
 	for i, n := range ns {
@@ -115,7 +124,11 @@ func TestWriteTable(t *testing.T) {
 			{Name: "expiry-boundary", Kind: starter.KindMutant, Steps: []int{3, 8}, Clauses: []string{"§2.claim.due"}, Comment: "Claims a tick late."},
 			{Name: "lucky", Kind: starter.KindMutant, Steps: []int{5}, Clauses: []string{"§2.claim.due"}, Comment: "Passes."},
 		},
-		Summary:  "selftest: 1/2 mutants rejected, reference 8/8, starter 0/8",
+		Variants: []starter.Outcome{
+			{Name: "newest-first", Kind: starter.KindVariant, Steps: every, Clauses: []string{"§3.show.history"}, Comment: "Lists newest first."},
+			{Name: "own-wording", Kind: starter.KindVariant, Steps: every, Clauses: []string{"§3.stderr"}, Comment: "Words it its way."},
+		},
+		Summary:  "selftest: 1/2 mutants rejected, 1/2 variants passed, reference 8/8, starter 0/8",
 		AllSteps: true,
 	}
 	starter.Judge(&rep.Reference, [][]result.Result{run(nil)})
@@ -126,6 +139,8 @@ func TestWriteTable(t *testing.T) {
 	starter.Judge(&rep.Starter, [][]result.Result{run(not)})
 	starter.Judge(&rep.Mutants[0], [][]result.Result{run(map[int]string{3: "x", 7: "y", 8: "z"})})
 	starter.Judge(&rep.Mutants[1], [][]result.Result{run(nil)})
+	starter.Judge(&rep.Variants[0], [][]result.Result{run(nil)})
+	starter.Judge(&rep.Variants[1], [][]result.Result{run(map[int]string{6: "x"})})
 	var b bytes.Buffer
 	if err := rep.WriteTable(&b); err != nil {
 		t.Fatal(err)
@@ -139,12 +154,15 @@ func TestWriteTable(t *testing.T) {
 		"expiry-boundary  8     reject           rejected 1/1      7",
 		"lucky            5     reject           NOT rejected 0/1  -           Passes.",
 		"lucky, step 5: want reject, got rejected 0/1:\n    step 5 passed",
+		"newest-first     1-8   pass             8/8 as expected               Lists newest first.",
+		"own-wording      1-8   pass             7/8 as expected; NOT: steps 6",
+		"own-wording, step 6: want pass, got passed 0/1:",
 	} {
-		if !strings.Contains(out, want) {
+		if !strings.Contains(squeeze(out), squeeze(want)) {
 			t.Errorf("the table lacks %q:\n%s", want, out)
 		}
 	}
-	if !strings.HasSuffix(out, "\nselftest: 1/2 mutants rejected, reference 8/8, starter 0/8\n") {
+	if !strings.HasSuffix(out, "\nselftest: 1/2 mutants rejected, 1/2 variants passed, reference 8/8, starter 0/8\n") {
 		t.Errorf("the table does not end with the summary line:\n%s", out)
 	}
 
@@ -158,7 +176,7 @@ func TestWriteTable(t *testing.T) {
 	if strings.Contains(out, "ALSO FAILS") {
 		t.Errorf("the table has an ALSO FAILS column although only the named steps ran:\n%s", out)
 	}
-	if want := "lucky            5     reject           NOT rejected 0/1  Passes."; !strings.Contains(out, want) {
+	if want := "lucky 5 reject NOT rejected 0/1 Passes."; !strings.Contains(squeeze(out), want) {
 		t.Errorf("the table lacks %q:\n%s", want, out)
 	}
 }

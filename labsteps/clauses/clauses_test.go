@@ -49,7 +49,16 @@ func registry(t *testing.T) clauses.Registry {
 	for _, m := range all {
 		ms = append(ms, clauses.Mutant{Name: m.Name, Clauses: m.Clauses, Steps: m.Steps, Crash: append(slices.Clone(m.Crash), m.PowerCut...)})
 	}
-	return clauses.Registry{Version: result.ContractVersion, Clauses: cs, Checks: sites, Crash: crash.InvariantClauses, Mutants: ms, Ungraded: ungraded}
+	vs, err := mutants.Variants()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var variants []clauses.Mutant
+	for _, v := range vs {
+		variants = append(variants, clauses.Mutant{Name: v.Name, Clauses: v.Clauses})
+	}
+	return clauses.Registry{Version: result.ContractVersion, Clauses: cs, Checks: sites, Crash: crash.InvariantClauses, Mutants: ms,
+		Variants: variants, Ungraded: ungraded}
 }
 
 // TestClauseRegistry is the registry's rule: every clause of CONTRACT.md

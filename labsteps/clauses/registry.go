@@ -27,6 +27,9 @@ type Registry struct {
 	Crash map[string][]string
 	// Mutants are the bundled wrong answers.
 	Mutants []Mutant
+	// Variants are the bundled correct answers that take a freedom of the
+	// clauses they name (every step must pass them).
+	Variants []Mutant
 	// Ungraded maps a clause not graded yet to why (labsteps/ungraded.txt).
 	Ungraded map[string]string
 }
@@ -42,6 +45,17 @@ func (r Registry) mutantsOf(id string) []string {
 	for _, m := range r.Mutants {
 		if slices.Contains(m.Clauses, id) {
 			out = append(out, m.Name)
+		}
+	}
+	return out
+}
+
+// variantsOf lists the variants whose header names id.
+func (r Registry) variantsOf(id string) []string {
+	var out []string
+	for _, v := range r.Variants {
+		if slices.Contains(v.Clauses, id) {
+			out = append(out, v.Name)
 		}
 	}
 	return out
@@ -85,6 +99,16 @@ func (r Registry) Problems() []string {
 	}
 	for _, m := range r.Mutants {
 		out = append(out, r.mutantProblems(m)...)
+	}
+	for _, v := range r.Variants {
+		if len(v.Clauses) == 0 {
+			out = append(out, fmt.Sprintf("variant %s names no clause (\"# clause: §N.word\")", v.Name))
+		}
+		for _, id := range v.Clauses {
+			if !r.defined(id) {
+				out = append(out, fmt.Sprintf("variant %s names %s, which CONTRACT.md does not define", v.Name, id))
+			}
+		}
 	}
 	for _, id := range sortedKeys(r.Ungraded) {
 		if !r.defined(id) {
@@ -160,16 +184,21 @@ func (r Registry) Markdown() []byte {
 	fmt.Fprintf(&b, "CONTRACT.md version %d defines %d clauses: %d graded (a check names the clause and a bundled\n"+
 		"mutant that breaks it is rejected), %d not graded yet (the last column says why).\n"+
 		"A check is a step and the function of labsteps whose `h.Clause` names the clause, or an invariant\n"+
-		"of `lab crash`. The registry test (`go test ./labsteps/clauses`) fails when these disagree.\n\n",
+		"of `lab crash`. A variant is a correct answer that takes a freedom the clause leaves; every step\n"+
+		"must pass it (docs/selftest.md). The registry test (`go test ./labsteps/clauses`) fails when these\n"+
+		"disagree.\n\n",
 		r.Version, len(r.Clauses), graded, len(r.Clauses)-graded)
-	b.WriteString("| clause | rule | checks | mutants | not graded yet because |\n|---|---|---|---|---|\n")
-	for _, c := range r.Clauses {
-		var muts []string
-		for _, m := range r.mutantsOf(c.ID) {
-			muts = append(muts, "`"+m+"`")
+	b.WriteString("| clause | rule | checks | mutants | variants | not graded yet because |\n|---|---|---|---|---|---|\n")
+	quoted := func(names []string) string {
+		for i, n := range names {
+			names[i] = "`" + n + "`"
 		}
+		return strings.Join(names, ", ")
+	}
+	for _, c := range r.Clauses {
 		why := r.Ungraded[c.ID]
-		fmt.Fprintf(&b, "| `%s` | %s | %s | %s | %s |\n", c.ID, cell(c.Text), cell(r.checkText(c.ID)), strings.Join(muts, ", "), cell(why))
+		fmt.Fprintf(&b, "| `%s` | %s | %s | %s | %s | %s |\n", c.ID, cell(c.Text), cell(r.checkText(c.ID)),
+			quoted(r.mutantsOf(c.ID)), quoted(r.variantsOf(c.ID)), cell(why))
 	}
 	return b.Bytes()
 }

@@ -6,44 +6,58 @@ import (
 	"snacklab/labsteps/result"
 )
 
-// Trap makes every UPDATE of one job in the queue file fail, until Remove:
-// the harness adds a trigger to the file that aborts the statement. It is how
-// step 5 makes a redrive fail after its audit row and before its state change
-// and then checks that the audit row went with it. The jobs table is part of
-// the contract (CONTRACT §2: graders may rely on table jobs keyed by id), so
+// Trap makes every write of one job's row in the queue file fail, until
+// Remove: the harness adds triggers to the file that abort any UPDATE,
+// DELETE or INSERT of that row, so a change written as an update, as a
+// delete and insert, or as INSERT OR REPLACE fails alike (the contract fixes
+// the tables, not the statements that write them). It is how step 5 makes a
+// redrive fail after its audit row and before its state change and then
+// checks that the audit row went with it. The jobs table is part of the
+// contract (CONTRACT §2: graders may rely on table jobs keyed by id), so
 // this works for any implementation that keeps to it, and says so plainly
-// when the table is missing. It is, with WriteLock, the only place the lab
-// opens the queue file itself, and the trigger is gone before anything is
+// when the table is missing. The triggers are gone before anything is
 // judged.
 type Trap struct {
-	h    *Harness
-	name string
+	h     *Harness
+	names []string
 }
 
-// TrapUpdates makes every UPDATE of job id fail with an error naming the trap.
+// trapped are the writes a trap aborts, each with the row it names.
+var trapped = []struct{ event, row string }{{"UPDATE", "OLD"}, {"DELETE", "OLD"}, {"INSERT", "NEW"}}
+
+// TrapUpdates makes every write of job id's row (update, delete, insert)
+// fail with an error naming the trap.
 func (h *Harness) TrapUpdates(id string) *Trap {
-	t := &Trap{h: h, name: "lab_trap_" + strings.Map(func(r rune) rune {
+	base := "lab_trap_" + strings.Map(func(r rune) rune {
 		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' {
 			return r
 		}
 		return '_'
-	}, id)}
+	}, id)
+	t := &Trap{h: h}
 	lit := "'" + strings.ReplaceAll(id, "'", "''") + "'"
-	t.exec("CREATE TRIGGER " + t.name + " BEFORE UPDATE ON jobs WHEN OLD.id = " + lit +
-		" BEGIN SELECT RAISE(ABORT, 'lab trap: this update of " + strings.ReplaceAll(id, "'", "''") + " fails on purpose'); END")
-	h.OnCleanup(func() {
-		if t.name != "" {
-			t.exec("DROP TRIGGER IF EXISTS " + t.name)
-		}
-	})
-	h.Action("trap: every UPDATE of "+id+" now fails (a trigger in the queue file)", result.NoClock)
+	h.OnCleanup(t.drop)
+	for _, w := range trapped {
+		name := base + "_" + strings.ToLower(w.event)
+		t.names = append(t.names, name)
+		t.exec("CREATE TRIGGER " + name + " BEFORE " + w.event + " ON jobs WHEN " + w.row + ".id = " + lit +
+			" BEGIN SELECT RAISE(ABORT, 'lab trap: this " + strings.ToLower(w.event) + " of " + strings.ReplaceAll(id, "'", "''") + " fails on purpose'); END")
+	}
+	h.Action("trap: every write of "+id+"'s row (update, delete, insert) now fails (triggers in the queue file)", result.NoClock)
 	return t
 }
 
-// Remove drops the trigger.
+// Remove drops the triggers.
 func (t *Trap) Remove() {
-	t.exec("DROP TRIGGER IF EXISTS " + t.name)
+	t.drop()
 	t.h.Action("trap removed", result.NoClock)
+}
+
+func (t *Trap) drop() {
+	for _, name := range t.names {
+		t.exec("DROP TRIGGER IF EXISTS " + name)
+	}
+	t.names = nil
 }
 
 func (t *Trap) exec(stmt string) {

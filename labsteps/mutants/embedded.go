@@ -4,12 +4,12 @@ package mutants
 
 import "embed"
 
-// files holds the wrong answers. This file and the mutants are left out of
+// files holds the wrong answers and the variants (correct answers). This file and the mutants are left out of
 // a learner's starter copy (`lab starter`), and of the lab built for the
 // grading containers (-tags nomutants, internal/isolate): a mutant's
 // search texts are the reference solution.
 //
-//go:embed *.mutant
+//go:embed *.mutant *.variant
 var files embed.FS
 
 func init() {

@@ -62,6 +62,12 @@ import (
 // Ext is the file extension of a mutant.
 const Ext = ".mutant"
 
+// VariantExt is the file extension of a variant: an edit of the reference
+// that the contract allows (another order, another way to write a row, an
+// optional part left out), which every step must pass. Mutants show that
+// the checks bite; variants show that they bite only wrong answers.
+const VariantExt = ".variant"
+
 // embedded holds the NAME.mutant files; nil in a learner's copy and in a
 // lab built with -tags nomutants.
 var embedded fs.FS
@@ -101,6 +107,9 @@ type Mutant struct {
 	Clauses []string
 	Edits   []Edit
 	Source  []byte // the whole .mutant file
+	// Correct marks a variant (NAME.variant): a correct answer, which
+	// every step must pass; its "# clause:" names the freedoms it takes.
+	Correct bool
 }
 
 // Edit is what a mutant changes in one file of the module.
@@ -126,15 +135,29 @@ func (m Mutant) Files() []string {
 	return out
 }
 
+// FileName is the mutant's file in labsteps/mutants.
+func (m Mutant) FileName() string {
+	if m.Correct {
+		return m.Name + VariantExt
+	}
+	return m.Name + Ext
+}
+
 // Available reports whether this copy of the module has the mutants.
 func Available() bool { return embedded != nil }
 
 // All lists the mutants, by name.
-func All() ([]Mutant, error) {
+func All() ([]Mutant, error) { return load(Ext, Parse) }
+
+// Variants lists the variants, by name.
+func Variants() ([]Mutant, error) { return load(VariantExt, ParseVariant) }
+
+// load reads the embedded files ending in ext, by name.
+func load(ext string, parse func(string, []byte) (Mutant, error)) ([]Mutant, error) {
 	if embedded == nil {
 		return nil, ErrNoMutants
 	}
-	names, err := fs.Glob(embedded, "*"+Ext)
+	names, err := fs.Glob(embedded, "*"+ext)
 	if err != nil {
 		return nil, err
 	}
@@ -145,7 +168,7 @@ func All() ([]Mutant, error) {
 		if err != nil {
 			return nil, err
 		}
-		m, err := Parse(strings.TrimSuffix(n, Ext), b)
+		m, err := parse(strings.TrimSuffix(n, ext), b)
 		if err != nil {
 			return nil, err
 		}
@@ -166,8 +189,15 @@ const (
 var clauseID = regexp.MustCompile(`^§[0-9]+(\.[a-z0-9-]+)+$`)
 
 // Parse reads a mutant: its comment header, then its blocks.
-func Parse(name string, src []byte) (Mutant, error) {
-	m := Mutant{Name: name, Source: src}
+func Parse(name string, src []byte) (Mutant, error) { return parse(name, src, false) }
+
+// ParseVariant reads a variant, written as a mutant is but with a header of
+// one sentence and "# clause:" only: every step must pass it, so it names
+// none.
+func ParseVariant(name string, src []byte) (Mutant, error) { return parse(name, src, true) }
+
+func parse(name string, src []byte, correct bool) (Mutant, error) {
+	m := Mutant{Name: name, Source: src, Correct: correct}
 	sc := bufio.NewScanner(bytes.NewReader(src))
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	var lines []string
@@ -187,7 +217,10 @@ func Parse(name string, src []byte) (Mutant, error) {
 			return m, err
 		}
 	}
-	if m.Comment == "" || len(m.Steps) == 0 && len(m.Crash) == 0 && len(m.PowerCut) == 0 {
+	if correct && (m.Comment == "" || len(m.Clauses) == 0 || len(m.Steps)+len(m.Crash)+len(m.PowerCut) > 0) {
+		return m, fmt.Errorf("variant %s: want a header of \"# one sentence\" and \"# clause: ids\" only (every step must pass a variant)", name)
+	}
+	if !correct && (m.Comment == "" || len(m.Steps) == 0 && len(m.Crash) == 0 && len(m.PowerCut) == 0) {
 		return m, fmt.Errorf("mutant %s: want a header of \"# one sentence\" and \"# step: N\" (or \"# crash: PROGRAM\", \"# powercut: PROGRAM\")", name)
 	}
 	if m.Batch > 0 && len(m.Crash) == 0 {
@@ -347,8 +380,8 @@ func (m Mutant) Rewrite(path, content string) (string, error) {
 				if c > 1 {
 					where = fmt.Sprintf("found %d times", c)
 				}
-				return "", fmt.Errorf("mutant %s no longer applies: block %d of %s: its search text is %s in the reference (update labsteps/mutants/%s%s): %s",
-					m.Name, n+1, e.Path, where, m.Name, Ext, firstLine(b.Search))
+				return "", fmt.Errorf("%s no longer applies: block %d of %s: its search text is %s in the reference (update labsteps/mutants/%s): %s",
+					m.Name, n+1, e.Path, where, m.FileName(), firstLine(b.Search))
 			}
 		}
 	}

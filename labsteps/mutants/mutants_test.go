@@ -150,6 +150,36 @@ func TestAll(t *testing.T) {
 	}
 }
 
+// The variants: each a one-sentence comment, the clauses whose freedom it
+// takes, and no step or crash line (every step must pass it); a header
+// that names a step is refused.
+func TestVariants(t *testing.T) {
+	vs, err := mutants.Variants()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(vs) < 8 {
+		t.Errorf("%d variants, want at least 8", len(vs))
+	}
+	for _, v := range vs {
+		if !v.Correct || len(v.Clauses) == 0 || len(v.Edits) == 0 {
+			t.Errorf("%s: correct=%v clauses %v, %d edits; want a correct answer naming its clauses and changing something", v.Name, v.Correct, v.Clauses, len(v.Edits))
+		}
+		if !strings.HasSuffix(v.Comment, ".") || strings.Count(v.Comment, ". ") > 0 {
+			t.Errorf("%s: the comment is not one sentence: %q", v.Name, v.Comment)
+		}
+	}
+	const body = "--- q.go\n<<<<<<< SEARCH\nx\n=======\ny\n>>>>>>> REPLACE\n"
+	for _, src := range []string{"# Fine.\n# clause: §3.stderr\n# step: 3\n" + body, "# Fine.\n" + body, "# clause: §3.stderr\n" + body} {
+		if _, err := mutants.ParseVariant("v", []byte(src)); err == nil {
+			t.Errorf("ParseVariant(%q) succeeded; want an error", src)
+		}
+	}
+	if v, err := mutants.ParseVariant("v", []byte("# Fine.\n# clause: §3.stderr\n"+body)); err != nil || v.FileName() != "v.variant" {
+		t.Errorf("ParseVariant of a good variant: %v, file name %q", err, v.FileName())
+	}
+}
+
 // TestMutantTableMatchesTheHeaders keeps docs/selftest.md's table of mutants
 // what the mutants say: one row per mutant, with its sentence, its steps,
 // its crash programs and the files it changes.
@@ -213,6 +243,11 @@ func TestMutantsSurviveReordering(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	variants, err := mutants.Variants()
+	if err != nil {
+		t.Fatal(err)
+	}
+	all = append(all, variants...)
 	root := filepath.Join("..", "..")
 	reordered := map[string]string{}
 	for _, m := range all {
@@ -281,4 +316,40 @@ func reverseDecls(t *testing.T, path string) string {
 	}
 	slices.Reverse(chunks)
 	return string(src[:starts[0]]) + strings.Join(chunks, "")
+}
+
+// TestVariantTableMatchesTheHeaders keeps docs/selftest.md's table of
+// variants what the variants say: one row per variant, with its sentence,
+// its clauses and the files it changes.
+func TestVariantTableMatchesTheHeaders(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "selftest.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(doc)
+	a, b := strings.Index(s, "<!-- variant table"), strings.Index(s, "<!-- end of variant table -->")
+	if a < 0 || b < a {
+		t.Fatal("docs/selftest.md has no variant table between its markers")
+	}
+	rows := map[string]string{}
+	for _, line := range strings.Split(s[a:b], "\n") {
+		if name, ok := strings.CutPrefix(line, "| `"); ok {
+			if i := strings.Index(name, "` |"); i > 0 {
+				rows[name[:i]] = line
+			}
+		}
+	}
+	vs, err := mutants.Variants()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != len(vs) {
+		t.Errorf("the variant table has %d rows, want one per variant: %d", len(rows), len(vs))
+	}
+	for _, v := range vs {
+		want := fmt.Sprintf("| `%s` | %s | %s | %s |", v.Name, v.Comment, strings.Join(v.Clauses, ", "), strings.Join(v.Files(), ", "))
+		if got := rows[v.Name]; normalize(got) != normalize(want) {
+			t.Errorf("variant table row for %s:\n got %s\nwant %s", v.Name, got, want)
+		}
+	}
 }
