@@ -3,6 +3,8 @@ package labsteps
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
+	"strings"
 
 	"snacklab/labsteps/harness"
 )
@@ -48,4 +50,61 @@ func checkFindsOrphans(h *harness.Harness) {
 	h.Equal("…its report: ok, problems listed (--max 1), total at least 2", "ok=false listed=1 total>=2",
 		fmt.Sprintf("ok=%s listed=%d %s", harness.Repr(rep.OK), len(rep.Problems), total), why)
 	expectMembers(h, "…the problem listed", first, []string{"rule", "job_id", "detail"}, why)
+	checkFindsEachRule(h)
+}
+
+// brokenRules are the invariants of CONTRACT §3 check's list that a hand
+// edit can break in one job each, with the edit: every rule is judged on its
+// own job, so a check that leaves one rule out misses that job. The edits
+// switch off the schema's CHECK constraints for their connection, as a hand
+// edit or another program might have.
+var brokenRules = []struct{ id, rule, edit string }{
+	{"i-lease", "owner and lease exactly when leased", "UPDATE jobs SET owner = 'ghost' WHERE id = 'i-lease';"},
+	{"i-reason", "reason exactly when dead", "UPDATE jobs SET reason = 'permanent' WHERE id = 'i-reason';"},
+	{"i-budget", "attempts within the budget", "UPDATE jobs SET attempts = max_attempts + 1, token = max_attempts + 1 WHERE id = 'i-budget';"},
+	{"i-token", "token ≥ attempts since the last redrive plus its previous token", "UPDATE jobs SET attempts = 2, token = 1 WHERE id = 'i-token';"},
+	{"i-deadline", "pending jobs due before their deadline", "UPDATE jobs SET available_at = deadline_at WHERE id = 'i-deadline';"},
+}
+
+// checkFindsEachRule: each invariant of §3 check's list, broken in a job of
+// its own, is found: the job is named among the problems.
+func checkFindsEachRule(h *harness.Harness) {
+	h.Section("d: each invariant broken in a job of its own")
+	h.UseQueue("queue-rules.db")
+	h.Init()
+	script := "PRAGMA ignore_check_constraints = ON;\n"
+	for _, b := range brokenRules {
+		h.MustEnqueue(b.id, 7, t0)
+		script += b.edit + "\n"
+	}
+	h.BreakQueue("break one invariant in each of "+fmt.Sprint(len(brokenRules))+" jobs", script)
+	h.Clause("§3.check.invariants", "§3.check.report")
+	r := h.Queuectl("check", -1, "--max", "100")
+	why := "CONTRACT §3: check finds every invariant of §2 its list names — owner and lease exactly when leased, " +
+		"reason exactly when dead, attempts within the budget, token ≥ attempts since the last redrive plus its " +
+		"previous token, pending jobs due before their deadline — each broken here in a job of its own"
+	h.ExpectExit(fmt.Sprintf("`queuectl check --max 100` with %d jobs each breaking one invariant", len(brokenRules)), 5, r, why)
+	var rep struct {
+		Problems []struct {
+			JobID *string `json:"job_id"`
+		} `json:"problems"`
+	}
+	h.Parse(r, &rep)
+	var named []string
+	for _, p := range rep.Problems {
+		if p.JobID != nil {
+			named = append(named, *p.JobID)
+		}
+	}
+	var missed []string
+	for _, b := range brokenRules {
+		if !slices.Contains(named, b.id) {
+			missed = append(missed, b.id+" ("+b.rule+")")
+		}
+	}
+	got := "every one named"
+	if len(missed) > 0 {
+		got = "not named: " + strings.Join(missed, "; ")
+	}
+	h.Equal("…each job that breaks an invariant is named among the problems", "every one named", got, why)
 }

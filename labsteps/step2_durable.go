@@ -153,7 +153,17 @@ func survivesKill(h *harness.Harness) {
 	rcv := h.StartReceiver("receiver.db", "--hold-next", "1")
 	h.MustEnqueue("o-1", 7, t0)
 	a := h.StartSender("A", harness.SenderOpts{Mode: "run", URL: rcv.URL, Now: t0, LeaseMs: 30000})
-	rcv.WaitRequest("o-1", "held", "sender A must be stuck mid-delivery, with the queue file open, before the kill")
+	// The first request line for o-1 says what the receiver did with it:
+	// waiting for a "held" line would only time out on a receiver that
+	// answered instead.
+	h.Clause("§5.flags", "§5.faults.hold", "§5.log")
+	first := rcv.WaitLine("the receiver logs a request for o-1", func(l harness.Line) bool {
+		return l.Str("event") == "request" && l.Str("id") == "o-1"
+	}, "sender A must be stuck mid-delivery, with the queue file open, before the kill")
+	h.Equal("the receiver started with --hold-next 1 holds o-1's answer: its log line", "held 0",
+		fmt.Sprintf("%s %d", first.Str("result"), first.Int("status")),
+		"CONTRACT §5: --hold-next N at start-up, as hold_next, commits the next N new orders and holds each answer; "+
+			"sender A must be stuck mid-delivery, with the queue file open, before the kill")
 	h.Clause("§2.enqueue.durable", "§2.enqueue.new", "§3.enqueue.json")
 	acc := h.Enqueue("o-2", 7, t0+1)
 	h.ExpectExit("enqueue o-2 while sender A has the queue open mid-delivery", 0, acc.Run,

@@ -27,7 +27,7 @@ var step5 = Step{
 			"deadline, keeping the token. The next claim gets token 2, and the old holder's token 1 finish is refused. " +
 			"Every verb's --json answer has the members CONTRACT §3 lists (JOB's 14, reason, owner and lease_until null when unset; " +
 			"finish of an unknown id with job null; show's empty lists []; stats's zeros), one object and one newline; and " +
-			"`check` finds audit rows that name no job (exit 5, at most --max listed). Where `dead` and `alerts` are " +
+			"`check` finds audit rows that name no job (exit 5, at most --max listed), and each invariant of its list broken in a job of its own (a hand edit with the CHECK constraints off). Where `dead` and `alerts` are " +
 			"offered (optional), `dead --json` lists two dead jobs oldest first, each with its last attempt's evidence and " +
 			"latest investigation, `--limit 1` only the oldest, and `alerts` with no threshold exits 0 while nothing is " +
 			"dead and 22 once a job is.",
@@ -43,7 +43,7 @@ func runStep5(h *harness.Harness) {
 		harness.Part{Name: "a: refusals, duplicates, investigations and the redrive", Run: redriveStory},
 		harness.Part{Name: "b: show lists a job's whole history, in time order", Run: redriveHistory},
 		harness.Part{Name: "c: every verb's JSON answer, member by member", Run: verbShapes},
-		harness.Part{Name: "d: check finds audit rows that name no job", Run: checkFindsOrphans},
+		harness.Part{Name: "d: check finds audit rows that name no job and each invariant broken", Run: checkFindsOrphans},
 		harness.Part{Name: "e: the operator's dead list and alerts (optional verbs)", Run: operatorVerbs},
 	)
 }

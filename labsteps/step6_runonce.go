@@ -24,7 +24,7 @@ var step6 = Step{
 			"`\"ack\":true` (200, 201, 202, 299) finishes ok (done). Any other ack on a 2xx (1, \"ok\", \"true\", false, " +
 			"missing, a non-JSON or empty body) is BadAck: exit 20, no finish, the job stays leased under its token. A 3xx " +
 			"is exit 21 with the job leased, and the redirect is never followed. A 4xx finishes permanent (dead); a 5xx, a " +
-			"timeout, a reset and a refused connection finish retry (pending at now+backoff). The crash switch fires after " +
+			"timeout, a reset and a refused connection finish retry (pending at now+backoff); an answer 6 s late, inside --timeout-ms, is awaited and counts. The crash switch fires after " +
 			"a status-0 response too. `sender run` exits 0 on an empty queue and after draining it, and never decides a BadAck " +
 			"or a 3xx (it stops with 20 or 21, or goes on and exits 0); a finish that is not applied is exit 12; SIGTERM while " +
 			"`run` waits for an answer ends it with exit 0 once that job is finished; each sender flag one step outside its " +
@@ -306,6 +306,10 @@ func fourFiveXXCases(h *harness.Harness) {
 	})
 }
 
+// lateAnswer is how late the fake answers late-1: past the sender's 5 s
+// default --timeout-ms, far inside the harness's patience that S is given.
+const lateAnswer = 6 * time.Second
+
 func transportCases(h *harness.Harness) {
 	h.Clause("§3.init.json", "§4.class.retry", "§4.crash-switch", "§4.flags", "§4.events.order", "§4.events.claimed", "§4.events.response", "§4.events.finished", "§4.run-once.applied", "§4.url", "§4.body")
 	h.UseQueue("queue-e.db")
@@ -320,6 +324,11 @@ func transportCases(h *harness.Harness) {
 	runCases(h, fake.URL, fake, nil, []sendCase{
 		{id: "hang-1", answer: harness.Answer{Hang: true}, timeoutMs: hangMs, code: 0, status: 0, ack: "null", class: "retryable", state: "pending",
 			why: "a receiver that accepts and never answers is a timeout once --timeout-ms has passed: Retryable, finish retry, not an unexpected error that leaves the job leased"},
+		// --timeout-ms is honoured the other way too: a sender that waits only
+		// the default 5 s (or any bound of its own) instead of the flag's
+		// value gives up on an answer the flag said to wait for.
+		{id: "late-1", answer: harness.Answer{Status: 200, Body: `{"ack":true}`, Delay: lateAnswer}, code: 0, status: 200, ack: "true", class: "ok", state: "done",
+			why: "CONTRACT §4: --timeout-ms bounds the wait for an answer, and here it is far longer than the answer takes: an answer 6 s late, past the 5 s default, is still awaited and counts: ok, not a timeout"},
 		{id: "reset-1", answer: harness.Answer{Reset: true}, code: 0, status: 0, ack: "null", class: "retryable", state: "pending",
 			why: "a reset connection is temporary (the receiver may have crashed mid-request): finish retry"},
 		{id: "crash-0", url: h.RefusedURL(), crash: 42, code: 42, status: 0, ack: "null", state: leftLeased,

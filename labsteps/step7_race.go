@@ -20,7 +20,8 @@ var step7 = Step{
 			"the other finds nothing (exit 13). The same again for a job whose lease expires at that instant: exactly " +
 			"one gets token 2. Then every writing verb — queuectl claim, finish, redrive, investigate, and the sender's " +
 			"finish — meets the held lock twice: with --busy-timeout-ms 100 it must wait at least 100 ms after its first " +
-			"refused attempt and exit 6 having written nothing; with the default timeout it must succeed once the lock " +
+			"refused attempt and exit 6 having written nothing; with the default timeout (or --busy-timeout-ms 0, which means " +
+			"the default: redrive, investigate and a second sender) it must succeed once the lock " +
 			"is released (released only after its trace shows it tried). " +
 			"Two writers of one job at once, each held at a refused attempt and then released: two enqueues of one new id both exit 0, one " +
 			"answering duplicate; two finishes under one token: one applied, the other exit 12; two redrives of one dead job: one, the other exit 9, one audit row.",
@@ -45,6 +46,7 @@ func runStep7(h *harness.Harness) {
 		harness.Part{Name: "investigate meets the held write lock", Run: investigateWaits},
 		harness.Part{Name: "the sender's finish gives up past its busy timeout", Run: senderFinishGivesUp},
 		harness.Part{Name: "the sender's finish waits for the write lock", Run: senderFinishWaits},
+		harness.Part{Name: "the sender's finish waits with --busy-timeout-ms 0", Run: senderFinishWaitsZero},
 		harness.Part{Name: "two enqueues of one new id at once", Run: enqueueRace},
 		harness.Part{Name: "two finishes under one token at once", Run: finishRace},
 		harness.Part{Name: "two redrives of one dead job at once", Run: redriveRace},
@@ -145,7 +147,9 @@ func orNone(s []string) string {
 // verbMeetsLock runs `queuectl VERB args…` twice against the held write lock:
 // with --busy-timeout-ms shortBusyMs it must give up after waiting, writing nothing;
 // with the default busy timeout it must succeed once the lock is released.
-func verbMeetsLock(h *harness.Harness, verb string, now int64, args ...string) {
+// zero gives the second run --busy-timeout-ms 0, which means the default
+// (CONTRACT §3: 0 means 5000), not "do not wait".
+func verbMeetsLock(h *harness.Harness, verb string, now int64, zero bool, args ...string) {
 	h.Clause("§2.busy.wait", "§2.busy.fail", "§2.busy.succeed", "§6.nothing-written")
 	lock := h.HoldWriteLock()
 	before := lock.Digest()
@@ -154,8 +158,13 @@ func verbMeetsLock(h *harness.Harness, verb string, now int64, args ...string) {
 	// only then, so it waits for nothing but the harness's release.
 	short := h.StartTraced(verb, result.LaneQueuectl, "queuectl", now, nil, harness.LockCalls, append(h.QueuectlArgs(verb, now, args...), harness.BusyFlag...)...)
 	h.ExpectGivesUp(fmt.Sprintf("%s with --busy-timeout-ms %d", verb, harness.ShortBusyMs), short, lock, before)
-	long := h.StartTraced(verb, result.LaneQueuectl, "queuectl", now, nil, harness.LockCalls, h.QueuectlArgs(verb, now, args...)...)
-	h.ExpectWaitsThenSucceeds(verb+" with the default busy timeout", lock, long)
+	what, longArgs := verb+" with the default busy timeout", h.QueuectlArgs(verb, now, args...)
+	if zero {
+		h.Clause("§3.flags")
+		what, longArgs = verb+" with --busy-timeout-ms 0 (the default 5000 ms)", append(longArgs, "--busy-timeout-ms", "0")
+	}
+	long := h.StartTraced(verb, result.LaneQueuectl, "queuectl", now, nil, harness.LockCalls, longArgs...)
+	h.ExpectWaitsThenSucceeds(what, lock, long)
 }
 
 func claimWaits(h *harness.Harness) {
@@ -163,7 +172,7 @@ func claimWaits(h *harness.Harness) {
 	h.UseQueue("queue-claim.db")
 	h.Init()
 	h.MustEnqueue("o-1", 7, t0)
-	verbMeetsLock(h, "claim", t0+1, "--owner", "Q", "--lease-ms", "30000")
+	verbMeetsLock(h, "claim", t0+1, false, "--owner", "Q", "--lease-ms", "30000")
 	j := h.MustShow("o-1").Job
 	h.Equal("o-1 is leased to Q with token 1 (claimed once, by the claim that waited)", "leased Q 1",
 		fmt.Sprintf("%s %s %d", j.State, harness.Repr(j.Owner), j.Token), "the claim that gave up wrote nothing; the one that waited claimed")
@@ -176,7 +185,7 @@ func finishWaits(h *harness.Harness) {
 	h.MustEnqueue("o-1", 7, t0)
 	c := h.Claim("Q", t0+1, 30000)
 	h.ExpectExit("Q claims o-1", 0, c.Run, "the finish needs a leased job")
-	verbMeetsLock(h, "finish", t0+2, "--id", "o-1", "--token", "1", "--outcome", "ok")
+	verbMeetsLock(h, "finish", t0+2, false, "--id", "o-1", "--token", "1", "--outcome", "ok")
 	j := h.MustShow("o-1").Job
 	h.Equal("o-1 is done (finished once, by the finish that waited)", "done token=1",
 		fmt.Sprintf("%s token=%d", stateReason(j), j.Token), "the finish that gave up wrote nothing; the one that waited applied")
@@ -190,7 +199,7 @@ func redriveWaits(h *harness.Harness) {
 	c := h.Claim("Q", t0+1, 30000)
 	h.ExpectExit("Q claims o-1", 0, c.Run, "the redrive needs a dead job")
 	h.MustFinish("o-1", 1, "permanent", t0+2)
-	verbMeetsLock(h, "redrive", t0+3, "--id", "o-1", "--note", "T-1")
+	verbMeetsLock(h, "redrive", t0+3, true, "--id", "o-1", "--note", "T-1")
 	s := h.MustShow("o-1")
 	h.Equal("o-1 is pending with one redrive (by the redrive that waited)", "pending redrives=1",
 		fmt.Sprintf("%s redrives=%d", stateReason(s.Job), len(s.Redrives)), "the redrive that gave up wrote nothing, not even its audit row")
@@ -201,7 +210,7 @@ func investigateWaits(h *harness.Harness) {
 	h.UseQueue("queue-investigate.db")
 	h.Init()
 	h.MustEnqueue("o-1", 7, t0)
-	verbMeetsLock(h, "investigate", t0+1, "--id", "o-1", "--note", "T-1")
+	verbMeetsLock(h, "investigate", t0+1, true, "--id", "o-1", "--note", "T-1")
 	r := h.Queuectl("show", -1, "--id", "o-1")
 	h.ExpectFound("o-1", r)
 	var v struct {
@@ -248,6 +257,19 @@ func senderFinishWaits(h *harness.Harness) {
 	lock := h.HoldWriteLock()
 	srv.Release()
 	h.ExpectWaitsThenSucceeds("A's finish with the default busy timeout", lock, a)
+	j := h.MustShow("o-1").Job
+	h.Equal("o-1 is done with token 1", "done token=1", fmt.Sprintf("%s token=%d", stateReason(j), j.Token),
+		"the finish waited for the lock and applied")
+}
+
+// senderFinishWaitsZero: the sender's --busy-timeout-ms 0 means the default
+// 5000 ms (CONTRACT §4), not "do not wait".
+func senderFinishWaitsZero(h *harness.Harness) {
+	srv, a := senderAtFinish(h, "queue-sender-zero.db", "--busy-timeout-ms", "0")
+	h.Clause("§2.busy.wait", "§2.busy.succeed", "§4.flags")
+	lock := h.HoldWriteLock()
+	srv.Release()
+	h.ExpectWaitsThenSucceeds("A's finish with --busy-timeout-ms 0 (the default 5000 ms)", lock, a)
 	j := h.MustShow("o-1").Job
 	h.Equal("o-1 is done with token 1", "done token=1", fmt.Sprintf("%s token=%d", stateReason(j), j.Token),
 		"the finish waited for the lock and applied")

@@ -74,7 +74,7 @@ func TestSelftestUsage(t *testing.T) {
 	if r := lab(t, "selftest", "-h"); r.code != 0 || !strings.Contains(r.stdout, "selftest: N/N mutants rejected") {
 		t.Errorf("lab selftest -h: exit %d, stdout %q", r.code, r.stdout)
 	}
-	if r := lab(t, "selftest", "no-such-mutant"); r.code != 1 || !strings.Contains(r.stderr, `no mutant "no-such-mutant"`) {
+	if r := lab(t, "selftest", "no-such-mutant"); r.code != 1 || !strings.Contains(r.stderr, `no mutant or variant "no-such-mutant"`) {
 		t.Errorf("lab selftest no-such-mutant: exit %d, stderr %q", r.code, r.stderr)
 	}
 }

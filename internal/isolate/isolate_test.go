@@ -34,7 +34,7 @@ const requireDocker = "SNACKLAB_REQUIRE_DOCKER"
 
 // needDocker connects to the engine, or skips — or fails when
 // SNACKLAB_REQUIRE_DOCKER=1 says the tests must run.
-func needDocker(t *testing.T) *dc.Client {
+func needDocker(t testing.TB) *dc.Client {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
@@ -101,7 +101,7 @@ var hostileModes = []string{"net", "write", "fork", "mem", "sleep", "forge"}
 
 // build makes the static lab, the reference and one hostile submission per
 // mode, the builds at once.
-func build(t *testing.T) binaries {
+func build(t testing.TB) binaries {
 	t.Helper()
 	buildOnce.Do(func() {
 		var err error
@@ -175,7 +175,7 @@ func copyFile(src, dst string) error {
 }
 
 // newEngine builds the image; its clean-up checks that the image is gone.
-func newEngine(t *testing.T, client *dc.Client) *isolate.Engine {
+func newEngine(t testing.TB, client *dc.Client) *isolate.Engine {
 	t.Helper()
 	b := build(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -621,57 +621,62 @@ func clip(s string) string {
 	return s
 }
 
-// TestIsolationOverhead measures, in one run, what isolation costs per
-// submission: the reference graded 5 times by `lab run` on the host and 5
-// times in containers (default limits: 1 CPU), interleaved; medians.
-func TestIsolationOverhead(t *testing.T) {
-	if testing.Short() {
-		t.Skip("measurement: skipped with -short")
-	}
-	client := needDocker(t)
-	b := build(t)
-	e := newEngine(t, client)
+// BenchmarkIsolationOverhead measures, in one run, what isolation costs
+// per submission: the reference graded 5 times by `lab run` on the host and
+// 5 times in containers (default limits: 1 CPU, and 2 CPUs), interleaved;
+// medians and ratios against the host run of the same run. A measurement,
+// not a test (15 whole lab runs, over three minutes here):
+//
+//	go test ./internal/isolate -run '^$' -bench IsolationOverhead -benchtime 1x -v
+func BenchmarkIsolationOverhead(bm *testing.B) {
+	client := needDocker(bm)
+	b := build(bm)
+	e := newEngine(bm, client)
 	const n = 5
 	var host, iso, isoAll []time.Duration
-	// No time limit of the test's own: on a loaded machine (load 23 per
-	// core once) the runs are slow, and a slow machine is no failure. The
-	// lab bounds each step (--timeout), the engine each container (its
+	// No time limit of the benchmark's own: on a loaded machine (load 23
+	// per core once) the runs are slow, and a slow machine is no failure.
+	// The lab bounds each step (--timeout), the engine each container (its
 	// wall-clock limit), and go test -timeout the whole.
 	ctx := context.Background()
-	for i := range n {
-		dir := t.TempDir()
-		t0 := time.Now()
-		cmd := exec.CommandContext(ctx, b.lab, "run", "--bin", b.reference, "--results", filepath.Join(dir, "results.json"),
-			"--junit", filepath.Join(dir, "junit.xml"), "--work", dir)
-		if out, err := cmd.CombinedOutput(); err != nil {
-			if bytes.Contains(out, []byte("TIMEOUT  ")) {
-				t.Skipf("lab run on the host: a step reached its time limit: this machine is too busy to measure (%v)", err)
+	for range bm.N {
+		for i := range n {
+			dir := bm.TempDir()
+			t0 := time.Now()
+			cmd := exec.CommandContext(ctx, b.lab, "run", "--bin", b.reference, "--results", filepath.Join(dir, "results.json"),
+				"--junit", filepath.Join(dir, "junit.xml"), "--work", dir)
+			if out, err := cmd.CombinedOutput(); err != nil {
+				if bytes.Contains(out, []byte("TIMEOUT  ")) {
+					bm.Skipf("lab run on the host: a step reached its time limit: this machine is too busy to measure (%v)", err)
+				}
+				bm.Fatalf("lab run on the host: %v\n%s", err, out)
 			}
-			t.Fatalf("lab run on the host: %v\n%s", err, out)
-		}
-		host = append(host, time.Since(t0))
+			host = append(host, time.Since(t0))
 
-		for _, cpus := range []float64{0, 2} {
-			t0 = time.Now()
-			out, err := e.Run(ctx, isolate.Options{SubmissionBin: b.reference, OutDir: filepath.Join(dir, fmt.Sprint("iso", cpus)),
-				Name: fmt.Sprintf("overhead-%d", i), TempDir: dir, Limits: isolate.Limits{CPUs: cpus}})
-			if err == nil && out.Passed != 8 && slowOnly(out) {
-				t.Skipf("isolated run (CPUs %v): %d/8, the others at their time limit: this machine is too busy to measure", cpus, out.Passed)
-			}
-			if err != nil || out.Passed != 8 {
-				t.Fatalf("isolated run (CPUs %v): %v, %d/8 passed, problem %q", cpus, err, out.Passed, out.Problem)
-			}
-			if cpus == 0 {
-				iso = append(iso, time.Since(t0))
-			} else {
-				isoAll = append(isoAll, time.Since(t0))
+			for _, cpus := range []float64{0, 2} {
+				t0 = time.Now()
+				out, err := e.Run(ctx, isolate.Options{SubmissionBin: b.reference, OutDir: filepath.Join(dir, fmt.Sprint("iso", cpus)),
+					Name: fmt.Sprintf("overhead-%d", i), TempDir: dir, Limits: isolate.Limits{CPUs: cpus}})
+				if err == nil && out.Passed != 8 && slowOnly(out) {
+					bm.Skipf("isolated run (CPUs %v): %d/8, the others at their time limit: this machine is too busy to measure", cpus, out.Passed)
+				}
+				if err != nil || out.Passed != 8 {
+					bm.Fatalf("isolated run (CPUs %v): %v, %d/8 passed, problem %q", cpus, err, out.Passed, out.Problem)
+				}
+				if cpus == 0 {
+					iso = append(iso, time.Since(t0))
+				} else {
+					isoAll = append(isoAll, time.Since(t0))
+				}
 			}
 		}
 	}
 	mh, mi, ma := median(host), median(iso), median(isoAll)
-	t.Logf("reference, 8 steps, median of %d: lab run on the host %.3fs; isolated (1 CPU) %.3fs = %.2f×; isolated (2 CPUs) %.3fs = %.2f×",
-		n, mh.Seconds(), mi.Seconds(), mi.Seconds()/mh.Seconds(), ma.Seconds(), ma.Seconds()/mh.Seconds())
-	t.Logf("host %v\nisolated 1 CPU %v\nisolated 2 CPUs %v", host, iso, isoAll)
+	bm.ReportMetric(mi.Seconds()/mh.Seconds(), "isolated/host")
+	bm.ReportMetric(ma.Seconds()/mh.Seconds(), "isolated-2cpu/host")
+	bm.Logf("reference, 8 steps, median of %d: lab run on the host %.3fs; isolated (1 CPU) %.3fs = %.2f×; isolated (2 CPUs) %.3fs = %.2f×",
+		len(host), mh.Seconds(), mi.Seconds(), mi.Seconds()/mh.Seconds(), ma.Seconds(), ma.Seconds()/mh.Seconds())
+	bm.Logf("host %v\nisolated 1 CPU %v\nisolated 2 CPUs %v", host, iso, isoAll)
 }
 
 func median(ds []time.Duration) time.Duration {

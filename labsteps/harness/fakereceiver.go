@@ -51,6 +51,8 @@ type Answer struct {
 	Reset bool
 	// Hold, when not nil, delays the answer until it is closed.
 	Hold chan struct{}
+	// Delay, when not zero, delays the answer this long (after Hold).
+	Delay time.Duration
 }
 
 // MovedPath is where the fake's redirects point. Nothing in the contract
@@ -194,6 +196,15 @@ func (f *FakeReceiver) serve(w http.ResponseWriter, req *http.Request) {
 			return
 		}
 	}
+	if a.Delay > 0 {
+		select {
+		case <-time.After(a.Delay):
+		case <-req.Context().Done():
+			return
+		case <-f.done:
+			return
+		}
+	}
 	switch {
 	case a.Hang:
 		select {
@@ -236,6 +247,9 @@ func (a Answer) describe() string {
 	}
 	if a.Hold != nil {
 		s += " (held until the harness releases it)"
+	}
+	if a.Delay > 0 {
+		s += fmt.Sprintf(" (after %v)", a.Delay)
 	}
 	return strings.TrimSpace(s)
 }

@@ -43,14 +43,14 @@ func (h *Harness) PatientBusy() []string {
 }
 
 // busyMs is the busy timeout p runs with: its --busy-timeout-ms, else the
-// contract's default.
+// contract's default, which 0 also means (CONTRACT §3, §4).
 func (p *Proc) busyMs() int64 {
 	for i, a := range p.Args {
 		v, ok := strings.CutPrefix(a, "--busy-timeout-ms=")
 		if !ok && a == "--busy-timeout-ms" && i+1 < len(p.Args) {
 			v, ok = p.Args[i+1], true
 		}
-		if n, err := strconv.ParseInt(v, 10, 64); ok && err == nil {
+		if n, err := strconv.ParseInt(v, 10, 64); ok && err == nil && n > 0 {
 			return n
 		}
 	}
