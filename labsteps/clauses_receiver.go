@@ -60,6 +60,14 @@ func faultModes(h *harness.Harness) {
 	h.Equal("loose_ack 1: new, duplicate, conflict, rejected; loose_ack ok: duplicate; loose_ack \"\": duplicate",
 		"200 ack=1 duplicate=false; 200 ack=1 duplicate=true; 409 ack=false duplicate=absent; 422 ack=false duplicate=absent; 200 ack=\"ok\" duplicate=true; 200 ack=true duplicate=true",
 		strings.Join(got, "; "), why)
+
+	h.Section("p: reject_ids set again replaces the list")
+	h.Clause("§5.faults.reject", "§5.faults.post")
+	why = "CONTRACT §5: POST /faults sets the fault modes it names: reject_ids given again is the new list, not an addition to the old one"
+	rcv.SetFaults(map[string]any{"reject_ids": []string{"p-other"}})
+	h.Equal("after reject_ids [p-never] and then [p-other]: p-never, then p-other", "200 ack=true duplicate=false; 422 ack=false duplicate=absent",
+		answer(post(order("p-never", 7)))+"; "+answer(post(order("p-other", 7))), why)
+	rcv.SetFaults(map[string]any{"reject_ids": []string{}})
 	heldAndStopped(h, rcv)
 }
 

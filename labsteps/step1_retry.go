@@ -64,9 +64,14 @@ func retryDecision(h *harness.Harness) {
 	for i, c := range cases {
 		want := expectedBackoff(c.ID, c.Attempt)
 		d := backoffCeiling(c.Attempt)
-		h.Equal(fmt.Sprintf("backoff(%s, %d), within [%d, %d]", c.ID, c.Attempt, d/2, d), want, got[i], whyBackoff)
+		h.Equal(fmt.Sprintf("backoff(%s, %d), within [%d, %d]", c.ID, c.Attempt, d/2, d), want, got[i].DelayMs, whyBackoff)
 	}
 	h.Clause("§3.backoff.flags", "§3.backoff.json", "§3.stdout.refusal")
+	for i, c := range cases {
+		h.Equal(fmt.Sprintf("`queuectl backoff --id %s --attempt %d --json`: the id and attempt it answers about", c.ID, c.Attempt),
+			fmt.Sprintf("id=%s attempt=%d", c.ID, c.Attempt), fmt.Sprintf("id=%s attempt=%d", got[i].ID, got[i].Attempt),
+			"CONTRACT §3: backoff answers {\"id\",\"attempt\",\"delay_ms\"} about the attempt asked, so a log of answers says which delay belongs to which try")
+	}
 	whyAttempt := "`queuectl backoff` takes an attempt 1 … 1000 and an order id (CONTRACT §3, §1): attempt 0 has no delay to speak of, and a value outside the range is invalid input, exit 3, nothing on stdout"
 	bad := [][]string{{"--id", "o-1", "--attempt", "0"}, {"--id", "o-1", "--attempt", "1001"}, {"--id", "o 1", "--attempt", "1"}}
 	cmds := make([][]string, len(bad))

@@ -18,7 +18,7 @@ var step4 = Step{
 			"lease_until become null. A finish with a token from the future or the past, on a job no longer leased, " +
 			"or for an unknown id returns applied=false (exit 12) and changes nothing. The lease's expiry is not " +
 			"checked: the token is the fence. An outcome other than ok, retry or permanent is refused (exit 3), " +
-			"nothing on stdout, the queue file unchanged. Then `queuectl stats` counts the five by state and the three " +
+			"nothing on stdout, the queue file unchanged. Then, with a sixth job leased, `queuectl stats` counts the six by state and the three " +
 			"dead ones by reason, every key present. Where finish takes --status and --error (optional), a job that " +
 			"died after a 503, a timeout and a BadAck shows all three attempts with their evidence and times.",
 		Why: "finish is where a delivery's evidence is written down. Deleting the id or qty loses the order; keeping " +
@@ -77,7 +77,7 @@ func runStep4(h *harness.Harness) {
 		fmt.Sprintf("applied=%t job=%s", unk.Applied, harness.Repr(unk.Job)), "there is no job to report")
 
 	// Every path, each after the lease itself has run out: the token decides, not the clock.
-	h.Clause("§2.finish.expired-lease", "§2.finish.ok", "§2.finish.permanent", "§2.finish.retry.pending", "§2.finish.retry.exhausted", "§2.finish.retry.deadline", "§2.state.keep", "§2.state.owner-lease", "§2.state.reason", "§2.time.updated", "§2.time.created", "§2.backoff.formula")
+	h.Clause("§2.finish.expired-lease", "§2.finish.ok", "§2.finish.permanent", "§2.finish.retry.pending", "§2.finish.retry.exhausted", "§2.finish.retry.deadline", "§2.state.keep", "§2.state.owner-lease", "§2.state.reason", "§2.time.updated", "§2.time.created", "§2.backoff.formula", "§3.finish.json")
 	late := int64(t0 + 30000 + 1)
 	type path struct {
 		id, outcome, want string
@@ -114,7 +114,12 @@ func runStep4(h *harness.Harness) {
 	h.ExpectNotApplied("finish f-retry again with its token while it is pending", h.Finish("f-retry", pend.Token, "permanent", late+1), pend,
 		"a finish applies only to a leased job: once decided, a duplicate report must not decide it again")
 
-	// What an operator counts now: one job down every path.
+	// What an operator counts now: one job down every path, and one held.
+	// f-retry backs off at least half a second, so the claim a moment
+	// later takes the new job.
+	h.MustEnqueue("f-held", 7, late+1)
+	hc := h.Claim("W", late+2, 30000)
+	h.Equal("W claims f-held, the only job due", "f-held", hc.Job.ID, "f-retry is backing off; f-held is due")
 	h.Clause("§3.stats.json")
 	var st struct {
 		Counts       map[string]int64 `json:"counts"`
@@ -125,8 +130,8 @@ func runStep4(h *harness.Harness) {
 	if r.Code == 0 {
 		h.Parse(r, &st)
 	}
-	h.Equal("queuectl stats: counts and dead_by_reason, one job down each path",
-		"pending=1 leased=0 done=1 dead=3; permanent=1 exhausted=1 deadline=1",
+	h.Equal("queuectl stats: counts and dead_by_reason, one job down each path and one leased",
+		"pending=1 leased=1 done=1 dead=3; permanent=1 exhausted=1 deadline=1",
 		fmt.Sprintf("pending=%s leased=%s done=%s dead=%s; permanent=%s exhausted=%s deadline=%s",
 			key(st.Counts, "pending"), key(st.Counts, "leased"), key(st.Counts, "done"), key(st.Counts, "dead"),
 			key(st.DeadByReason, "permanent"), key(st.DeadByReason, "exhausted"), key(st.DeadByReason, "deadline")),

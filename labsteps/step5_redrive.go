@@ -104,24 +104,28 @@ func redriveStory(h *harness.Harness) {
 	// Duplicates of a job in every state: accepted, and nothing changes.
 	h.Clause("§2.enqueue.dup", "§2.time.untouched", "§3.enqueue.json")
 	var dups []harness.Call
+	// Same id and qty, other budget and window: still a duplicate (only
+	// another qty is a conflict), and the answer is the job as stored.
 	for _, id := range ids {
-		dups = append(dups, harness.Call{Verb: "enqueue", Now: t0 + 2, Args: []string{"--id", id, "--qty", "7"}})
+		dups = append(dups, harness.Call{Verb: "enqueue", Now: t0 + 2, Args: []string{"--id", id, "--qty", "7", "--max-attempts", "9", "--deadline-ms", "123456"}})
 	}
 	runs := h.ExpectNoWrite("a duplicate changes nothing (CONTRACT §2 enqueue): a dead job is not revived (only a redrive "+
 		"brings it back, with its audit row), a done one not reset, and not even updated_at moves", dups, before)
 	for i, id := range ids {
-		what := fmt.Sprintf("enqueue of %s (%s) again with the same qty", id, stateReason(before[id].Job))
+		what := fmt.Sprintf("enqueue of %s (%s) again with the same qty (another budget and window)", id, stateReason(before[id].Job))
 		h.ExpectExit(what+" succeeds", 0, runs[i], "a client that lost the answer retries; the retry must succeed, not fail, whatever became of the order since")
 		var e harness.Enqueued
 		h.Parse(runs[i], &e)
 		h.Equal(what+": reported as a duplicate", true, e.Duplicate, "the client learns its first submission already counted")
+		h.Equal(what+": the answer's job is the job as stored, not the request's values", before[id].Job.Canon, e.Job.Canon,
+			"CONTRACT §3: {\"job\":JOB,\"duplicate\":true} reports the job as it is; the duplicate's --max-attempts 9 and --deadline-ms 123456 changed nothing")
 	}
 
 	// Investigations in every state: recorded, and the job never changes.
 	h.Clause("§2.investigate.row", "§3.investigate.json")
 	var invs []harness.Call
 	for _, id := range ids {
-		invs = append(invs, harness.Call{Verb: "investigate", Now: t0 + 3, Args: []string{"--id", id, "--note=INV-" + id}})
+		invs = append(invs, harness.Call{Verb: "investigate", Now: t0 + 3, Args: []string{"--id", id, "--note=" + invNote(id)}})
 	}
 	runs = h.CallsInTurn(invs)
 	for i, id := range ids {
@@ -129,14 +133,14 @@ func redriveStory(h *harness.Harness) {
 		h.ExpectExit(what, 0, runs[i], "a person may look at a job in any state")
 		var v harness.Investigated
 		h.Parse(runs[i], &v)
-		h.Equal(what+": the answer is the investigation row", fmt.Sprintf("%+v", harness.Investigation{JobID: id, AtMs: t0 + 3, Note: "INV-" + id}),
+		h.Equal(what+": the answer is the investigation row", fmt.Sprintf("%+v", harness.Investigation{JobID: id, AtMs: t0 + 3, Note: invNote(id)}),
 			fmt.Sprintf("%+v", v.Investigation), "the operator sees what was recorded (CONTRACT §3)")
 	}
 	h.Clause("§2.investigate.unchanged", "§2.investigate.row", "§2.time.untouched", "§2.enqueue.dup", "§3.show.history")
 	looked := h.ShowAll(ids...)
 	for _, id := range ids {
 		h.Equal(fmt.Sprintf("after the refusals, the duplicate and the investigation, %s is unchanged, with one investigation and no redrive", id),
-			fmt.Sprintf("%s redrives=0 investigations=[%+v]", before[id].Job.Canon, harness.Investigation{JobID: id, AtMs: t0 + 3, Note: "INV-" + id}),
+			fmt.Sprintf("%s redrives=0 investigations=[%+v]", before[id].Job.Canon, harness.Investigation{JobID: id, AtMs: t0 + 3, Note: invNote(id)}),
 			fmt.Sprintf("%s redrives=%d investigations=%+v", looked[id].Job.Canon, len(looked[id].Redrives), looked[id].Investigations),
 			"looking is not fixing: investigate adds its row and never changes the job (CONTRACT §2) — not its state, "+
 				"not its lease, not updated_at — so a dead job stays quarantined and a leased one stays its holder's")
@@ -280,4 +284,11 @@ func rows[T any](xs []T) []string {
 		out[i] = fmt.Sprintf("%+v", x)
 	}
 	return out
+}
+
+// invNote is the investigation note of job id in part a: 64 bytes, the
+// longest the contract allows, so that a note kept short shows.
+func invNote(id string) string {
+	n := "INV-" + id + "-"
+	return n + strings.Repeat("9", 64-len(n))
 }

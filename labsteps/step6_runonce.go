@@ -25,12 +25,12 @@ var step6 = Step{
 			"missing, a non-JSON or empty body) is BadAck: exit 20, no finish, the job stays leased under its token. A 3xx " +
 			"is exit 21 with the job leased, and the redirect is never followed. A 4xx finishes permanent (dead); a 5xx, a " +
 			"timeout, a reset and a refused connection finish retry (pending at now+backoff); an answer 6 s late, inside --timeout-ms, is awaited and counts. The crash switch fires after " +
-			"a status-0 response too. `sender run` exits 0 on an empty queue and after draining it, and never decides a BadAck " +
+			"a status-0 response too. The finished event gives the job's state and reason after the finish. `sender run` exits 0 on an empty queue and after draining it, and never decides a BadAck " +
 			"or a 3xx (it stops with 20 or 21, or goes on and exits 0); a finish that is not applied is exit 12; SIGTERM while " +
 			"`run` waits for an answer ends it with exit 0 once that job is finished; each sender flag one step outside its " +
 			"range is exit 3 with nothing claimed or sent, and so is each receiver flag, with no file created. The receiver " +
 			"applies an id once under 20 " +
-			"simultaneous POSTs, answers another qty 409 and malformed bodies 400, counts every request with a parseable " +
+			"simultaneous POSTs (every 200 carrying the stock, every request line's at_ms the wall clock), answers another qty 409 and malformed bodies 400, counts every request with a parseable " +
 			"id whatever the answer, answers an unknown order 404, and answers request headers over 16 KiB 431 without " +
 			"processing the order. " +
 			"Its fault modes each do exactly what §5 says (fail_next N, reject_ids, loose_ack on every success, hold_next " +
@@ -157,6 +157,13 @@ func judgeCase(h *harness.Harness, c sendCase, now int64, run harness.SenderRun,
 	if fin, ok := run.Event("finished"); ok {
 		h.Equal(what+" finishes with class", c.class+" applied=true", fmt.Sprintf("%s applied=%s", fin.Str("class"), fin.Raw("applied")),
 			"the class names the classification (ok, retryable, permanent) that chose the outcome")
+		reason := fin.Raw("reason") // null, absent, or a string shown bare as Repr shows j's
+		if strings.HasPrefix(reason, `"`) {
+			reason = fin.Str("reason")
+		}
+		h.Equal(what+": the finished event's state and reason are the job's after the finish",
+			fmt.Sprintf("state=%s reason=%s", j.State, harness.Repr(j.Reason)), fmt.Sprintf("state=%s reason=%s", fin.Str("state"), reason),
+			"CONTRACT §4: finished says where the finish left the job (done, pending for a retry, dead and why), not where the claim had it")
 	}
 	switch c.state {
 	case leftLeased:
@@ -703,7 +710,9 @@ func receiverClauses(h *harness.Harness) {
 	// The harness holds the receiver's file lock while the copies arrive, so
 	// each waits at its first use of the file: a check made outside the
 	// transaction that inserts then meets the other copies' checks.
+	sent := time.Now()
 	answers := h.PostTogether(rcv.URL, "/orders", `{"id":"k-same","qty":7,"token":1}`, n, rcv.DB)
+	answered := time.Now()
 	// A copy the lab held unfinished for a second or more may have been cut
 	// by a time bound the contract allows, and then failed or been refused
 	// (a receiver that stops waiting for a body may answer 400): the machine
@@ -755,6 +764,35 @@ func receiverClauses(h *harness.Harness) {
 			fmt.Sprintf("%d request lines", logged(rcv.Lines(), "")), "CONTRACT §5: one JSON line per request")
 	}
 	applied := logged(rcv.Lines(), "applied")
+	// The receiver has no clock flag: its at_ms is the wall clock's, in ms,
+	// between the lab's first byte and its last answer (a second's slack
+	// either side for clocks read at other instants).
+	h.Clause("§5.log")
+	var offClock []string
+	for _, l := range rcv.Lines() {
+		if at := l.Int("at_ms"); l.Str("event") == "request" && l.Str("id") == "k-same" &&
+			(at < sent.UnixMilli()-1000 || at > answered.UnixMilli()+1000) {
+			offClock = append(offClock, fmt.Sprint(at))
+		}
+	}
+	window := fmt.Sprintf("every one within %d … %d", sent.UnixMilli()-1000, answered.UnixMilli()+1000)
+	gotClock := window
+	if len(offClock) > 0 {
+		gotClock = "outside it: " + strings.Join(offClock, ", ")
+	}
+	h.Equal(fmt.Sprintf("the %d request lines' at_ms: the wall clock in ms when each arrived", n), window, gotClock,
+		"CONTRACT §5: each request line says when the request arrived, in milliseconds since the epoch, as every other time of the contract")
+	// Every answer with ack true carries the stock after it: 7, the one
+	// order's qty, whether it applied the order or found it a duplicate.
+	h.Clause("§5.dup", "§5.new")
+	var badStock []string
+	for i, a := range answers {
+		if a.Err == nil && a.Status == 200 && a.Member("stock") != "7" {
+			badStock = append(badStock, fmt.Sprintf("#%d: %s", i, a))
+		}
+	}
+	h.Equal(fmt.Sprintf("%d simultaneous POSTs: 200 answers without the stock 7", n), "none", orNone(badStock),
+		"CONTRACT §5: a new order's answer and a duplicate's both carry the stock S as it stands after the order: the client learns what the shop holds")
 	st := rcv.Stock()
 	h.Equal(fmt.Sprintf("%d simultaneous POSTs: stock, orders, requests, applied log lines", n), fmt.Sprintf("stock=7 orders=1 requests=%d applied=1", n),
 		fmt.Sprintf("stock=%d orders=%d requests=%d applied=%d", st.Stock, st.Orders, st.Requests["k-same"], applied), whyOnce)
@@ -798,6 +836,7 @@ func receiverClauses(h *harness.Harness) {
 	h.Equal("every request with a parseable id is counted, whatever the answer; nothing refused is added",
 		fmt.Sprintf("stock=7 orders=1 k-same=%d k-extra=1 k-qty0=1 k-tok=1 k-503=1 k-422=1", n+1), got,
 		"CONTRACT §5: every POST /orders with a parseable id counts as one request for that id, whatever the answer (409, 400, 503, 422): the count is the evidence of what arrived")
+	h.Clause("§5.order", "§5.count", "§5.conflict")
 	o := h.HTTP(http.MethodGet, rcv.URL+"/orders/k-same", "")
 	h.Equal("GET /orders/k-same after the conflict", fmt.Sprintf(`200 qty=7 requests=%d`, n+1),
 		fmt.Sprintf("%d qty=%s requests=%s", o.Status, o.Member("qty"), o.Member("requests")),

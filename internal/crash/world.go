@@ -338,7 +338,9 @@ func (r *receiver) alive() bool {
 
 // get asks the receiver GET path and decodes its JSON; found is false on 404.
 func getJSON(url, path string, v any) (found bool, err error) {
-	c := http.Client{Timeout: 10 * time.Second}
+	// A connection per request: a receiver may close an idle one after a
+	// second (CONTRACT §5.bounds).
+	c := http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
 	resp, err := c.Get(url + path)
 	if err != nil {
 		return false, err

@@ -307,7 +307,7 @@ func (h *Harness) HTTP(method, url, body string) HTTPAnswer {
 	if body != "" {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := judgeClient.Do(req)
 	if err != nil {
 		h.Narrate("%s %s %s → %v", method, url, body, err)
 		return HTTPAnswer{Err: err}

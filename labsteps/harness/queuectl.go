@@ -303,22 +303,25 @@ type BackoffCase struct {
 	Attempt int
 }
 
-// Backoffs asks `queuectl backoff` for the delay after each failed attempt, all
-// at once (the verb reads no file), and returns the answers in order.
-func (h *Harness) Backoffs(cases []BackoffCase) []int64 {
+// BackoffAnswer is `queuectl backoff --json`'s answer (CONTRACT §3).
+type BackoffAnswer struct {
+	ID      string `json:"id"`
+	Attempt int    `json:"attempt"`
+	DelayMs int64  `json:"delay_ms"`
+}
+
+// Backoffs asks `queuectl backoff --json` about each case, all at once, and
+// returns the answers in the cases' order.
+func (h *Harness) Backoffs(cases []BackoffCase) []BackoffAnswer {
 	cmds := make([][]string, len(cases))
 	for i, c := range cases {
 		cmds[i] = []string{"queuectl", "backoff", "--json", "--id", c.ID, "--attempt", strconv.Itoa(c.Attempt)}
 	}
 	runs := h.ExecAll(cmds)
-	out := make([]int64, len(cases))
+	out := make([]BackoffAnswer, len(cases))
 	for i, r := range runs {
 		h.mustSucceed(r, "the backoff is part of the contract so that a grader, or a learner with a pencil, can predict every retry")
-		var v struct {
-			DelayMs int64 `json:"delay_ms"`
-		}
-		h.Parse(r, &v)
-		out[i] = v.DelayMs
+		h.Parse(r, &out[i])
 	}
 	return out
 }

@@ -129,7 +129,7 @@ func (r *Receiver) call(method, path string, body []byte, v any) {
 	}
 	what := fmt.Sprintf("the receiver answers %s %s with 200 and JSON", method, path)
 	why := "the lab reads the receiver's effects only through its HTTP API (CONTRACT §5)"
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := judgeClient.Do(req)
 	if err != nil && errors.Is(err, context.DeadlineExceeded) && h.ctx.Err() == nil {
 		// The wait's own limit ran out: a busy machine, not a wrong answer.
 		h.Timeout(what, "200 within "+h.WaitLimit.String(), err.Error(), why)
@@ -321,3 +321,10 @@ func (h *Harness) RefusedURL() string {
 	}
 	return "http://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(in.Port))
 }
+
+// judgeClient is the lab's HTTP client for the receivers it judges. It
+// opens a connection per request: a receiver may close an idle connection
+// after a second (CONTRACT §5.bounds), and a request sent on a kept-alive
+// connection the receiver is closing meets EOF, which would read as the
+// receiver's failure.
+var judgeClient = &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
