@@ -122,7 +122,7 @@ func batchDelivery(h *harness.Harness) {
 	for _, c := range cases {
 		if c.class != "" {
 			wantKinds = append(wantKinds, "finished")
-			wantFin = append(wantFin, fmt.Sprintf("%s token=1 %s applied=true", c.id, c.class))
+			wantFin = append(wantFin, fmt.Sprintf("%s token=1 %s applied=true %s", c.id, c.class, finishedState(after[c.id].Job)))
 		}
 	}
 	whyEvents := "CONTRACT §4 (batched delivery): claiming once; a claimed for each granted job after the claim's commit; a response " +
@@ -137,7 +137,8 @@ func batchDelivery(h *harness.Harness) {
 	for _, l := range run.Lines {
 		switch l.Str("event") {
 		case "finished":
-			gotFin = append(gotFin, fmt.Sprintf("%s token=%s %s applied=%s", l.Str("id"), l.Raw("token"), l.Str("class"), l.Raw("applied")))
+			gotFin = append(gotFin, fmt.Sprintf("%s token=%s %s applied=%s state=%s reason=%s", l.Str("id"), l.Raw("token"), l.Str("class"), l.Raw("applied"),
+				l.Str("state"), eventReason(l)))
 		case "response":
 			gotResp = append(gotResp, fmt.Sprintf("%s token=%s status=%s ack=%s", l.Str("id"), l.Raw("token"), l.Raw("status"), l.Raw("ack")))
 		}

@@ -157,12 +157,8 @@ func judgeCase(h *harness.Harness, c sendCase, now int64, run harness.SenderRun,
 	if fin, ok := run.Event("finished"); ok {
 		h.Equal(what+" finishes with class", c.class+" applied=true", fmt.Sprintf("%s applied=%s", fin.Str("class"), fin.Raw("applied")),
 			"the class names the classification (ok, retryable, permanent) that chose the outcome")
-		reason := fin.Raw("reason") // null, absent, or a string shown bare as Repr shows j's
-		if strings.HasPrefix(reason, `"`) {
-			reason = fin.Str("reason")
-		}
 		h.Equal(what+": the finished event's state and reason are the job's after the finish",
-			fmt.Sprintf("state=%s reason=%s", j.State, harness.Repr(j.Reason)), fmt.Sprintf("state=%s reason=%s", fin.Str("state"), reason),
+			finishedState(j), fmt.Sprintf("state=%s reason=%s", fin.Str("state"), eventReason(fin)),
 			"CONTRACT §4: finished says where the finish left the job (done, pending for a retry, dead and why), not where the claim had it")
 	}
 	switch c.state {
@@ -175,6 +171,21 @@ func judgeCase(h *harness.Harness, c sendCase, now int64, run harness.SenderRun,
 	default:
 		h.Equal(c.id+": state", c.state, stateReason(j), c.why)
 	}
+}
+
+// finishedState is what a finished event must say of j, the job after
+// the finish: "state=S reason=R", R null when not dead.
+func finishedState(j harness.Job) string {
+	return fmt.Sprintf("state=%s reason=%s", j.State, harness.Repr(j.Reason))
+}
+
+// eventReason is an event's reason as finishedState shows one: null,
+// absent, or the string bare.
+func eventReason(l harness.Line) string {
+	if r := l.Raw("reason"); !strings.HasPrefix(r, `"`) {
+		return r
+	}
+	return l.Str("reason")
 }
 
 // judgePost checks what the fake receiver got for a case: POSTs to
