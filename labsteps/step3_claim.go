@@ -45,7 +45,7 @@ func claimLease(h *harness.Harness) {
 	h.Clause("§3.init.json", "§3.enqueue.json")
 	const lease = 5000
 	h.Init()
-	h.MustEnqueue("o-1", 7, t0)
+	enq := h.MustEnqueue("o-1", 7, t0)
 
 	h.Clause("§2.claim.due", "§3.claim.json", "§3.stdout.answers")
 	c := h.Claim("A", t0-1, lease)
@@ -61,6 +61,13 @@ func claimLease(h *harness.Harness) {
 	h.Equal("the claim leases o-1 to A until now+lease with token 1, attempt 1 (updated_at now)",
 		fmt.Sprintf("o-1 leased owner=A lease_until=%d token=1 attempts=1 updated_at=%d", t0+lease, t0), grant(c.Job),
 		"the owner, the lease and the token are what every later step relies on to tell holders apart; updated_at is the now of the latest operation that changed the job (CONTRACT §2)")
+	h.Clause("§2.claim.grant", "§2.time.created", "§2.state.keep", "§2.state.only-named")
+	want := enq
+	owner, until := "A", int64(t0+lease)
+	want.State, want.Owner, want.LeaseUntil, want.Token, want.Attempts, want.UpdatedAt = "leased", &owner, &until, 1, 1, t0
+	h.Equal("…and every other field of o-1 as the enqueue made it (id, qty, budget, due time, deadline, window, created_at)",
+		want.Fields(), c.Job.Fields(),
+		"CONTRACT §2: a claim changes state, owner, lease_until, attempts, token and updated_at, nothing else; created_at is the enqueue's now forever")
 
 	h.Clause("§2.claim.expiry")
 	c = h.Claim("B", t0+lease-1, lease)
@@ -74,6 +81,11 @@ func claimLease(h *harness.Harness) {
 	h.Equal("the reclaim leases o-1 to B with token 2, attempt 2 (updated_at now)",
 		fmt.Sprintf("o-1 leased owner=B lease_until=%d token=2 attempts=2 updated_at=%d", t0+2*lease, t0+lease), grant(c.Job),
 		"each grant bumps the token by exactly one, so A's token 1 is now stale and its late finish can be refused")
+	h.Clause("§2.claim.grant", "§2.time.created", "§2.state.keep", "§2.state.only-named")
+	ownerB, untilB := "B", int64(t0+2*lease)
+	want.Owner, want.LeaseUntil, want.Token, want.Attempts, want.UpdatedAt = &ownerB, &untilB, 2, 2, t0+lease
+	h.Equal("…and every other field of o-1 as the enqueue made it (created_at still the enqueue's now)", want.Fields(), c.Job.Fields(),
+		"CONTRACT §2: created_at is the now of the enqueue, whatever happens later; a reclaim changes only what a grant names")
 
 	// A job backing off must not block an independent one behind it.
 	h.Clause("§2.claim.order")

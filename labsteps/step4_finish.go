@@ -3,6 +3,7 @@ package labsteps
 import (
 	"fmt"
 	"math"
+	"strings"
 
 	"snacklab/labsteps/harness"
 	"snacklab/labsteps/result"
@@ -77,7 +78,7 @@ func runStep4(h *harness.Harness) {
 		fmt.Sprintf("applied=%t job=%s", unk.Applied, harness.Repr(unk.Job)), "there is no job to report")
 
 	// Every path, each after the lease itself has run out: the token decides, not the clock.
-	h.Clause("§2.finish.expired-lease", "§2.finish.ok", "§2.finish.permanent", "§2.finish.retry.pending", "§2.finish.retry.exhausted", "§2.finish.retry.deadline", "§2.state.keep", "§2.state.owner-lease", "§2.state.reason", "§2.time.updated", "§2.time.created", "§2.backoff.formula", "§3.finish.json")
+	h.Clause("§2.finish.expired-lease", "§2.finish.ok", "§2.finish.permanent", "§2.finish.retry.pending", "§2.finish.retry.exhausted", "§2.finish.retry.deadline", "§2.state.keep", "§2.state.owner-lease", "§2.state.reason", "§2.time.updated", "§2.time.created", "§2.backoff.formula", "§3.finish.json", "§2.state.only-named")
 	late := int64(t0 + 30000 + 1)
 	type path struct {
 		id, outcome, want string
@@ -104,6 +105,13 @@ func runStep4(h *harness.Harness) {
 		h.Equal(fmt.Sprintf("finish %s: updated_at is the finish's now, created_at the enqueue's", p.id),
 			fmt.Sprintf("updated_at=%d created_at=%d", late, int64(t0)), fmt.Sprintf("updated_at=%d created_at=%d", j.UpdatedAt, j.CreatedAt),
 			"CONTRACT §2: an applied finish changes the job, so updated_at is its now (when a job became done or dead is what an operator sorts the quarantine by); created_at never changes")
+		want := before
+		want.State, want.Reason, want.Owner, want.LeaseUntil, want.AvailableAt, want.UpdatedAt = p.want, nil, nil, nil, p.availableAt, late
+		if st, reason, ok := strings.Cut(strings.TrimSuffix(p.want, ")"), "("); ok {
+			want.State, want.Reason = st, &reason
+		}
+		h.Equal(fmt.Sprintf("finish %s: every other field as the claim left it (budget, deadline, window)", p.id), want.Fields(), j.Fields(),
+			"CONTRACT §2: a finish changes state, reason, owner, lease_until, available_at (a retry) and updated_at; nothing else is its to change")
 	}
 
 	// A finish on a job that is no longer leased, with the token that was right a moment ago.

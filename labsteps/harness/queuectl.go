@@ -48,6 +48,17 @@ func (j *Job) UnmarshalJSON(b []byte) error {
 	return err
 }
 
+// Fields is every field of the JOB as the contract names them, in one
+// string, made from the fields as they are now: a snapshot changed by hand
+// (the job a check expects) compares with a job read back in all of them.
+func (j Job) Fields() string {
+	type plain Job
+	p := plain(j)
+	p.Canon = ""
+	b, _ := json.Marshal(p)
+	return string(b)
+}
+
 // String is a one-line summary for messages.
 func (j Job) String() string {
 	s := fmt.Sprintf("%s %s", j.ID, j.State)
