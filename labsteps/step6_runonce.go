@@ -194,10 +194,22 @@ func eventReason(l harness.Line) string {
 // one when an HTTP answer came back.
 func judgePost(h *harness.Harness, fake *harness.FakeReceiver, c sendCase, run harness.SenderRun) {
 	why := "CONTRACT §4: --url is the receiver's base address and the order goes to URL/orders as {\"id\",\"qty\",\"token\"} with the claim's token, which the receiver records to show which grant landed"
-	if c.answer.Hang || c.answer.Reset {
+	switch {
+	case c.answer.Reset:
+		fake.WaitRequest(c.id, why) // the fake resets only once it has read the request
+	case c.answer.Hang:
 		// A sender that gave up (a short --timeout-ms) may be gone before
-		// the fake has read its request off the socket: wait for it.
-		fake.WaitRequest(c.id, why)
+		// the fake has read its request off the socket: wait for it. On a
+		// machine so slow that the sender's timeout ran out before its
+		// request left, nothing shows what it would have sent.
+		for end := time.Now().Add(h.WaitLimit); len(fake.RequestsFor(c.id)) == 0 && time.Now().Before(end); {
+			time.Sleep(20 * time.Millisecond)
+		}
+		if len(fake.RequestsFor(c.id)) == 0 && run.Code == c.code {
+			h.Timeout(c.id+": the sender posted the order", "a POST /orders carrying id "+c.id,
+				fmt.Sprintf("none within %s, and the sender reported its timeout: its --timeout-ms of %d ms may have run out before the request left", h.WaitLimit, c.timeoutMs),
+				why)
+		}
 	}
 	reqs := fake.RequestsFor(c.id)
 	if !c.answer.Hang && !c.answer.Reset {
@@ -346,7 +358,8 @@ func transportCases(h *harness.Harness) {
 	// shorter than the lab took to read it): judgePost waits for it, so the
 	// timeout can be short. It was the calibrated block wait (10 s here),
 	// the longest part of step 6 and so of every submission's grading.
-	const hangMs = 1000
+	// Now 1 s times the load factor the floors are scaled by.
+	hangMs := int64(max(1, h.Limits.Scale) * 1000) // 1 s, longer on a loaded machine
 	runCases(h, fake.URL, fake, nil, []sendCase{
 		{id: "hang-1", answer: harness.Answer{Hang: true}, timeoutMs: hangMs, code: 0, status: 0, ack: "null", class: "retryable", state: "pending",
 			why: "a receiver that accepts and never answers is a timeout once --timeout-ms has passed: Retryable, finish retry, not an unexpected error that leaves the job leased"},
