@@ -61,7 +61,7 @@ func claimLease(h *harness.Harness) {
 	h.Equal("the claim leases o-1 to A until now+lease with token 1, attempt 1 (updated_at now)",
 		fmt.Sprintf("o-1 leased owner=A lease_until=%d token=1 attempts=1 updated_at=%d", t0+lease, t0), grant(c.Job),
 		"the owner, the lease and the token are what every later step relies on to tell holders apart; updated_at is the now of the latest operation that changed the job (CONTRACT §2)")
-	h.Clause("§2.claim.grant", "§2.time.created", "§2.state.keep", "§2.state.only-named")
+	h.Clause("§2.claim.grant", "§2.time.created", "§2.time.updated", "§2.state.keep", "§2.state.only-named")
 	want := enq
 	owner, until := "A", int64(t0+lease)
 	want.State, want.Owner, want.LeaseUntil, want.Token, want.Attempts, want.UpdatedAt = "leased", &owner, &until, 1, 1, t0
@@ -81,7 +81,7 @@ func claimLease(h *harness.Harness) {
 	h.Equal("the reclaim leases o-1 to B with token 2, attempt 2 (updated_at now)",
 		fmt.Sprintf("o-1 leased owner=B lease_until=%d token=2 attempts=2 updated_at=%d", t0+2*lease, t0+lease), grant(c.Job),
 		"each grant bumps the token by exactly one, so A's token 1 is now stale and its late finish can be refused")
-	h.Clause("§2.claim.grant", "§2.time.created", "§2.state.keep", "§2.state.only-named")
+	h.Clause("§2.claim.grant", "§2.time.created", "§2.time.updated", "§2.state.keep", "§2.state.only-named")
 	ownerB, untilB := "B", int64(t0+2*lease)
 	want.Owner, want.LeaseUntil, want.Token, want.Attempts, want.UpdatedAt = &ownerB, &untilB, 2, 2, t0+lease
 	h.Equal("…and every other field of o-1 as the enqueue made it (created_at still the enqueue's now)", want.Fields(), c.Job.Fields(),

@@ -176,7 +176,7 @@ func redriveStory(h *harness.Harness) {
 		fmt.Sprintf("pending reason=null attempts=0 available_at=%d deadline_at=%d", at, at+window),
 		fmt.Sprintf("%s reason=%s attempts=%d available_at=%d deadline_at=%d", j.State, harness.Repr(j.Reason), j.Attempts, j.AvailableAt, j.DeadlineAt),
 		"a redrive is a fresh start for the budget: all attempts again, due now, a new deadline from the same window")
-	h.Clause("§2.redrive.reset", "§2.state.keep", "§2.time.created", "§2.state.only-named")
+	h.Clause("§2.redrive.reset", "§2.state.keep", "§2.time.created", "§2.time.updated", "§2.state.only-named")
 	wantJ := dead
 	wantJ.State, wantJ.Reason, wantJ.Attempts, wantJ.AvailableAt, wantJ.DeadlineAt, wantJ.UpdatedAt = "pending", nil, 0, at, at+window, at
 	h.Equal("after the redrive: every other field as the dead job had it (id, qty, budget, token, window, created_at)",

@@ -806,6 +806,9 @@ func receiverClauses(h *harness.Harness) {
 			fmt.Sprintf("%d request lines", logged(rcv.Lines(), "")), "CONTRACT §5: one JSON line per request")
 	}
 	applied := logged(rcv.Lines(), "applied")
+	st := rcv.Stock()
+	h.Equal(fmt.Sprintf("%d simultaneous POSTs: stock, orders, requests, applied log lines", n), fmt.Sprintf("stock=7 orders=1 requests=%d applied=1", n),
+		fmt.Sprintf("stock=%d orders=%d requests=%d applied=%d", st.Stock, st.Orders, st.Requests["k-same"], applied), whyOnce)
 	// The receiver has no clock flag: its at_ms is the wall clock's, in ms,
 	// between the lab's first byte and its last answer (a second's slack
 	// either side for clocks read at other instants).
@@ -835,9 +838,6 @@ func receiverClauses(h *harness.Harness) {
 	}
 	h.Equal(fmt.Sprintf("%d simultaneous POSTs: 200 answers without the stock 7", n), "none", orNone(badStock),
 		"CONTRACT §5: a new order's answer and a duplicate's both carry the stock S as it stands after the order: the client learns what the shop holds")
-	st := rcv.Stock()
-	h.Equal(fmt.Sprintf("%d simultaneous POSTs: stock, orders, requests, applied log lines", n), fmt.Sprintf("stock=7 orders=1 requests=%d applied=1", n),
-		fmt.Sprintf("stock=%d orders=%d requests=%d applied=%d", st.Stock, st.Orders, st.Requests["k-same"], applied), whyOnce)
 
 	h.Clause("§5.conflict", "§5.body", "§5.refusal-body", "§5.faults.fail-next", "§5.faults.reject", "§5.faults.post")
 	h.Section("k: another qty, malformed bodies, faults")

@@ -300,14 +300,22 @@ func (a HTTPAnswer) Member(key string) string {
 func (h *Harness) HTTP(method, url, body string) HTTPAnswer {
 	ctx, cancel := context.WithTimeout(h.ctx, h.WaitLimit)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, method, url, strings.NewReader(body))
-	if err != nil {
-		return HTTPAnswer{Err: err}
+	newReq := func() (*http.Request, error) {
+		req, err := http.NewRequestWithContext(ctx, method, url, strings.NewReader(body))
+		if err == nil && body != "" {
+			req.Header.Set("Content-Type", "application/json")
+		}
+		return req, err
 	}
-	if body != "" {
-		req.Header.Set("Content-Type", "application/json")
+	var resp *http.Response
+	var err error
+	if method == http.MethodGet {
+		resp, err = doIdempotent(ctx, newReq) // a GET reads, so it may be sent again
+	} else if req, rerr := newReq(); rerr != nil {
+		return HTTPAnswer{Err: rerr}
+	} else {
+		resp, err = judgeClient.Do(req) // a POST /orders counts once per request: never sent twice
 	}
-	resp, err := judgeClient.Do(req)
 	if err != nil {
 		h.Narrate("%s %s %s → %v", method, url, body, err)
 		return HTTPAnswer{Err: err}
