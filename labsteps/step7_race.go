@@ -160,7 +160,7 @@ func verbMeetsLock(h *harness.Harness, verb string, now int64, zero bool, args .
 	h.ExpectGivesUp(fmt.Sprintf("%s with --busy-timeout-ms %d", verb, harness.ShortBusyMs), short, lock, before)
 	what, longArgs := verb+" with the default busy timeout", h.QueuectlArgs(verb, now, args...)
 	if zero {
-		h.Clause("§3.flags")
+		h.Clause("§2.busy.wait", "§2.busy.fail", "§2.busy.succeed", "§6.nothing-written", "§3.flags")
 		what, longArgs = verb+" with --busy-timeout-ms 0 (the default 5000 ms)", append(longArgs, "--busy-timeout-ms", "0")
 	}
 	long := h.StartTraced(verb, result.LaneQueuectl, "queuectl", now, nil, harness.LockCalls, longArgs...)
