@@ -217,7 +217,7 @@ func runSelftest(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	fs.StringVar(&cfg.Work, "work", "", "parent `dir` of the copies and work dirs (default: the system temp dir)")
 	fs.BoolVar(&cfg.Keep, "keep", false, "keep the copies, executables and every step's work dir")
 	cliflag.IntVar(fs, &cfg.Builds, "jobs", runtime.NumCPU(), "builds at once")
-	cliflag.IntVar(fs, &cfg.Labs, "parallel", starter.DefaultLabs, "lab runs at once (a mutant's run has only the steps it names)")
+	cliflag.IntVar(fs, &cfg.Labs, "parallel", starter.DefaultLabs, "steps run at once: a mutant's run of the one step it names takes one, a run of all eight (the reference, a variant) takes eight")
 	fs.BoolVar(&cfg.AllSteps, "all-steps", false, "run every step against each mutant, not only those it names, and list the other steps that reject it too")
 	cliflag.IntVar(fs, &cfg.Repeat, "repeat", 1, "run the lab this many times per target; a target is as expected only if every run is")
 	fs.DurationVar(&cfg.StepTimeout, "timeout", 0, "time limit of one step (default: derived from the calibration and the load, as `lab run` does; a loaded machine gets longer limits, not wrong answers)")

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"golang.org/x/sync/errgroup"
+	"golang.org/x/sync/semaphore"
 
 	"snacklab/internal/crash"
 	"snacklab/labsteps"
@@ -37,7 +38,7 @@ type SelftestConfig struct {
 	Work        string        // parent of the copies and the steps' work dirs; "" is a temp dir
 	Keep        bool          // keep the work dir
 	Builds      int           // builds at once; 0 is the number of CPUs
-	Labs        int           // lab runs at once; 0 is DefaultLabs
+	Labs        int           // steps at once (a run takes as many as it has); 0 is DefaultLabs
 	Repeat      int           // runs of the lab per target; 0 is 1
 	StepTimeout time.Duration // per step; 0 derives it from the calibration and the load, as `lab run` does
 	Only        []string      // mutant and variant names; none means all of both
@@ -168,9 +169,10 @@ func (cfg SelftestConfig) withDefaults() SelftestConfig {
 	return cfg
 }
 
-// DefaultLabs is how many lab runs a self-test grades at once by default: a
-// mutant's run has only the steps it names (one, mostly), so eight such
-// runs load the machine about as much as one run of all eight steps.
+// DefaultLabs is how many steps a self-test runs at once by default: a
+// mutant's run has only the steps it names (one, mostly) and takes that many
+// slots, so eight such runs load the machine about as much as one run of
+// all eight steps, which takes all eight.
 const DefaultLabs = 8
 
 // selectTargets is every mutant and variant, or those named in only, in
@@ -251,16 +253,26 @@ func targets(cfg SelftestConfig, rep *SelftestReport, all, variants []mutants.Mu
 }
 
 // buildAndGrade builds the reference, then the other targets at most
-// cfg.Builds at once, and grades each as it is built, at most cfg.Labs at
-// once.
+// cfg.Builds at once, and grades each as it is built, at most cfg.Labs
+// steps at once: a mutant's run of one step takes one of the cfg.Labs
+// slots, a run of all eight steps (the reference, a variant) takes eight,
+// so eight variants never run 64 steps at once on a machine sized for
+// eight. (Under that load a receiver bounding its clients at one second,
+// as the contract allows, cut the lab's requests.)
 func buildAndGrade(ctx context.Context, cfg SelftestConfig, work string, all []mutants.Mutant, ref *target, others []*target) error {
 	built := make(chan *target, len(others)+1)
 	total := len(others) + 1
 	var graders sync.WaitGroup
 	var graded atomic.Int32
+	slots := semaphore.NewWeighted(int64(cfg.Labs))
 	for range cfg.Labs {
 		graders.Go(func() {
 			for t := range built {
+				weight := int64(min(max(len(t.run), 1), cfg.Labs))
+				if err := slots.Acquire(ctx, weight); err != nil {
+					t.out.Error = err.Error()
+					continue
+				}
 				t1 := time.Now()
 				dir := filepath.Join(work, t.out.Name)
 				if len(t.run) > 0 {
@@ -278,6 +290,7 @@ func buildAndGrade(ctx context.Context, cfg SelftestConfig, work string, all []m
 					gradePowerCut(ctx, t.out, t.bin, dir, cuts)
 				}
 				t.out.LabS = time.Since(t1).Seconds()
+				slots.Release(weight)
 				cfg.Progress("selftest: [%d/%d] graded %-28s %s (%.1fs)", graded.Add(1), total, t.out.Name, verdict(*t.out), t.out.LabS)
 			}
 		})
