@@ -252,24 +252,23 @@ func senderFinishGivesUp(h *harness.Harness) {
 }
 
 func senderFinishWaits(h *harness.Harness) {
-	srv, a := senderAtFinish(h, "queue-sender-wait.db")
-	h.Clause("§2.busy.wait", "§2.busy.succeed", "§4.flags.defaults")
-	lock := h.HoldWriteLock()
-	srv.Release()
-	h.ExpectWaitsThenSucceeds("A's finish with the default busy timeout", lock, a)
-	j := h.MustShow("o-1").Job
-	h.Equal("o-1 is done with token 1", "done token=1", fmt.Sprintf("%s token=%d", stateReason(j), j.Token),
-		"the finish waited for the lock and applied")
+	senderFinishWaitsFor(h, "queue-sender-wait.db", "the default busy timeout", "§4.flags.defaults")
 }
 
 // senderFinishWaitsZero: the sender's --busy-timeout-ms 0 means the default
 // 5000 ms (CONTRACT §4), not "do not wait".
 func senderFinishWaitsZero(h *harness.Harness) {
-	srv, a := senderAtFinish(h, "queue-sender-zero.db", "--busy-timeout-ms", "0")
-	h.Clause("§2.busy.wait", "§2.busy.succeed", "§4.flags")
+	senderFinishWaitsFor(h, "queue-sender-zero.db", "--busy-timeout-ms 0 (the default 5000 ms)", "§4.flags", "--busy-timeout-ms", "0")
+}
+
+// senderFinishWaitsFor: A's finish, started with extra flags, meets the
+// held write lock and succeeds once it is released.
+func senderFinishWaitsFor(h *harness.Harness, db, busy, clause string, extra ...string) {
+	srv, a := senderAtFinish(h, db, extra...)
+	h.Clause("§2.busy.wait", "§2.busy.succeed", clause)
 	lock := h.HoldWriteLock()
 	srv.Release()
-	h.ExpectWaitsThenSucceeds("A's finish with --busy-timeout-ms 0 (the default 5000 ms)", lock, a)
+	h.ExpectWaitsThenSucceeds("A's finish with "+busy, lock, a)
 	j := h.MustShow("o-1").Job
 	h.Equal("o-1 is done with token 1", "done token=1", fmt.Sprintf("%s token=%d", stateReason(j), j.Token),
 		"the finish waited for the lock and applied")

@@ -40,22 +40,17 @@ func (r Registry) defined(id string) bool {
 }
 
 // mutantsOf lists the mutants whose header names id.
-func (r Registry) mutantsOf(id string) []string {
-	var out []string
-	for _, m := range r.Mutants {
-		if slices.Contains(m.Clauses, id) {
-			out = append(out, m.Name)
-		}
-	}
-	return out
-}
+func (r Registry) mutantsOf(id string) []string { return naming(r.Mutants, id) }
 
 // variantsOf lists the variants whose header names id.
-func (r Registry) variantsOf(id string) []string {
+func (r Registry) variantsOf(id string) []string { return naming(r.Variants, id) }
+
+// naming lists the names of ms whose header names id.
+func naming(ms []Mutant, id string) []string {
 	var out []string
-	for _, v := range r.Variants {
-		if slices.Contains(v.Clauses, id) {
-			out = append(out, v.Name)
+	for _, m := range ms {
+		if slices.Contains(m.Clauses, id) {
+			out = append(out, m.Name)
 		}
 	}
 	return out

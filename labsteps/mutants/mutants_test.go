@@ -184,23 +184,7 @@ func TestVariants(t *testing.T) {
 // what the mutants say: one row per mutant, with its sentence, its steps,
 // its crash programs and the files it changes.
 func TestMutantTableMatchesTheHeaders(t *testing.T) {
-	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "selftest.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := string(doc)
-	a, b := strings.Index(s, "<!-- mutant table"), strings.Index(s, "<!-- end of mutant table -->")
-	if a < 0 || b < a {
-		t.Fatal("docs/selftest.md has no mutant table between its markers")
-	}
-	rows := map[string]string{}
-	for _, line := range strings.Split(s[a:b], "\n") {
-		if name, ok := strings.CutPrefix(line, "| `"); ok {
-			if i := strings.Index(name, "` |"); i > 0 {
-				rows[name[:i]] = line
-			}
-		}
-	}
+	rows := docTable(t, "mutant")
 	all, err := mutants.All()
 	if err != nil {
 		t.Fatal(err)
@@ -322,23 +306,7 @@ func reverseDecls(t *testing.T, path string) string {
 // variants what the variants say: one row per variant, with its sentence,
 // its clauses and the files it changes.
 func TestVariantTableMatchesTheHeaders(t *testing.T) {
-	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "selftest.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := string(doc)
-	a, b := strings.Index(s, "<!-- variant table"), strings.Index(s, "<!-- end of variant table -->")
-	if a < 0 || b < a {
-		t.Fatal("docs/selftest.md has no variant table between its markers")
-	}
-	rows := map[string]string{}
-	for _, line := range strings.Split(s[a:b], "\n") {
-		if name, ok := strings.CutPrefix(line, "| `"); ok {
-			if i := strings.Index(name, "` |"); i > 0 {
-				rows[name[:i]] = line
-			}
-		}
-	}
+	rows := docTable(t, "variant")
 	vs, err := mutants.Variants()
 	if err != nil {
 		t.Fatal(err)
@@ -352,4 +320,28 @@ func TestVariantTableMatchesTheHeaders(t *testing.T) {
 			t.Errorf("variant table row for %s:\n got %s\nwant %s", v.Name, got, want)
 		}
 	}
+}
+
+// docTable reads docs/selftest.md's table of kind ("mutant", "variant")
+// between its markers: each row by the name in its first cell.
+func docTable(t *testing.T, kind string) map[string]string {
+	t.Helper()
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "selftest.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(doc)
+	a, b := strings.Index(s, "<!-- "+kind+" table"), strings.Index(s, "<!-- end of "+kind+" table -->")
+	if a < 0 || b < a {
+		t.Fatalf("docs/selftest.md has no %s table between its markers", kind)
+	}
+	rows := map[string]string{}
+	for _, line := range strings.Split(s[a:b], "\n") {
+		if name, ok := strings.CutPrefix(line, "| `"); ok {
+			if i := strings.Index(name, "` |"); i > 0 {
+				rows[name[:i]] = line
+			}
+		}
+	}
+	return rows
 }
