@@ -65,9 +65,11 @@ type Config struct {
 	// Limits, when set, are used as they are instead of derived ones (the
 	// harness's own tests use short ones).
 	Limits *result.Limits
-	// Judged, when set, is the identity every program under test runs as
-	// (lab run --judged-uid, in a grading container): the lab keeps its
-	// logs and traces where it cannot write (harness.Judged).
+	// Judged, when set, is the identity the programs under test run as
+	// (lab run --judged-uid, in a grading container): calibration's
+	// programs as Judged, step n's as Judged.ForStep(n), its uid and gid
+	// plus n. The lab keeps its logs and traces where they cannot write
+	// (harness.Judged).
 	Judged *harness.Judged
 }
 
@@ -151,7 +153,8 @@ func RunStep(ctx context.Context, cfg Config, s Step) (res result.Result) {
 		res.Problem = err.Error()
 		return res
 	}
-	h, err := harness.NewStep(ctx, dir, bin, res.Limits, cfg.Judged)
+	judged := cfg.Judged.ForStep(s.Num)
+	h, err := harness.NewStep(ctx, dir, bin, res.Limits, judged)
 	if err != nil {
 		os.RemoveAll(dir)
 		res.Problem = "the step's directories: " + err.Error()
@@ -159,6 +162,12 @@ func RunStep(ctx context.Context, cfg Config, s Step) (res result.Result) {
 	}
 	h.Narrate("step %d: %s", s.Num, s.Title)
 	res.Problem = h.Do(s.run)
+	// Do ended the process groups the step started; a program that left
+	// its group (setsid) is ended here, with every other of the step's
+	// identity, before the step's files are kept or removed.
+	if err := judged.KillAll(); err != nil && res.Problem == "" {
+		res.Problem = "end the step's programs: " + err.Error()
+	}
 	h.Record(&res)
 	res.Pass = res.Problem == "" && res.Failed() == nil && len(res.Checks) > 0
 	if res.Problem == "" && len(res.Checks) == 0 {
@@ -197,6 +206,7 @@ func (cfg Config) Calibrate(ctx context.Context) result.Calibration {
 		return result.Calibration{Note: err.Error()}
 	}
 	c, err := harness.CalibrateAs(ctx, bin, cfg.WorkRoot, cfg.Judged)
+	err = errors.Join(err, cfg.Judged.KillAll())
 	if err != nil {
 		c.Note = strings.TrimPrefix(c.Note+"; calibration stopped: "+err.Error(), "; ")
 	}

@@ -85,10 +85,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return runSelftest(ctx, args[1:], stdout, stderr)
 		case "crash":
 			return runCrash(ctx, args[1:], stdout, stderr)
-		case harness.JudgedExecCommand, harness.JudgedSQLCommand:
+		case harness.JudgedExecCommand, harness.JudgedSQLCommand, harness.JudgedKillCommand:
 			// A step of a traced start (harness.Judged.Exec), or the
-			// harness's hand on a program's SQLite file (harness.SQLHand):
-			// both run as the judged.
+			// harness's hand on a program's SQLite file (harness.SQLHand),
+			// or the end of every process of a judged identity
+			// (harness.Judged.KillAll): all run as the judged.
 			_, err := harness.Helper(args, os.Stdin, stdout)
 			return err
 		case "help", "-h", "--help":
@@ -130,8 +131,8 @@ func newFlags(o *options) *flag.FlagSet {
 	fs.DurationVar(&o.timeout, "timeout", 0, "time limit of one step (default: derived from the calibration, at least 60s)")
 	cliflag.IntVar(fs, &o.parallel, "parallel", 0, "steps run at once (default: all selected)")
 	cliflag.IntVar(fs, &o.repeat, "repeat", 1, "run the selection this many times; reports describe the last run")
-	cliflag.IntVar(fs, &o.judgedUID, "judged-uid", -1, "run every program under test as this `uid` (the lab must be root with CAP_SETUID, CAP_SETGID, CAP_CHOWN, CAP_KILL; grading containers use 65533)")
-	cliflag.IntVar(fs, &o.judgedGID, "judged-gid", -1, "with --judged-uid: the programs' `gid` (default: the uid)")
+	cliflag.IntVar(fs, &o.judgedUID, "judged-uid", -1, "run the programs under test as another `uid`: calibration's as it, step n's as uid+n, each step's ended with it, setsid or not (the lab must be root with CAP_SETUID, CAP_SETGID, CAP_CHOWN, CAP_KILL; grading containers use 65533; give uids no other process uses)")
+	cliflag.IntVar(fs, &o.judgedGID, "judged-gid", -1, "with --judged-uid: the programs' `gid` (default: the uid; step n's gid+n)")
 	return fs
 }
 

@@ -14,6 +14,8 @@ import (
 
 // TestMain lets this test binary be the lab's judged helpers (lab
 // judged-exec, lab judged-sql), so the judged tests need no lab binary.
+// Each test its own judged uid, and none of the grading containers'
+// (65533 and up): every new world kills every process of its uid.
 func TestMain(m *testing.M) {
 	if ok, err := harness.Helper(os.Args[1:], os.Stdin, os.Stdout); ok {
 		if err != nil {
@@ -39,7 +41,7 @@ func TestJudgedEnqueue(t *testing.T) {
 	for _, d := range []string{filepath.Dir(bin), bin, filepath.Dir(work), work} {
 		os.Chmod(d, 0o755)
 	}
-	j := &harness.Judged{UID: 65533, GID: 65533, Exec: []string{os.Args[0], harness.JudgedExecCommand}}
+	j := &harness.Judged{UID: 66200, GID: 66200, Exec: []string{os.Args[0], harness.JudgedExecCommand}}
 	rep := run(t, crash.Config{Bin: bin, Work: work, Keep: true, Programs: []string{"enqueue"}, Seed: 3, Kills: 10, Judged: j})
 	if !rep.OK || len(rep.Points) < 5 {
 		t.Fatalf("the reference as the judged: ok %v, %d crash points, violations %v, programs %+v; want ok and at least 5 points",
@@ -47,8 +49,8 @@ func TestJudgedEnqueue(t *testing.T) {
 	}
 	point := filepath.Join(rep.Work, "enqueue-001")
 	for path, want := range map[string]uint32{
-		filepath.Join(point, "data", "q.db"): 65533, // made by queuectl init, as the judged
-		filepath.Join(point, "data"):         65533,
+		filepath.Join(point, "data", "q.db"): 66200, // made by queuectl init, as the judged
+		filepath.Join(point, "data"):         66200,
 		filepath.Join(point, "logs"):         0,
 	} {
 		var st syscall.Stat_t
@@ -78,14 +80,14 @@ func TestJudgedPowerCutEnqueue(t *testing.T) {
 	for _, d := range []string{filepath.Dir(bin), bin, filepath.Dir(work), work} {
 		os.Chmod(d, 0o755)
 	}
-	j := &harness.Judged{UID: 65533, GID: 65533, Exec: []string{os.Args[0], harness.JudgedExecCommand}}
+	j := &harness.Judged{UID: 66300, GID: 66300, Exec: []string{os.Args[0], harness.JudgedExecCommand}}
 	rep := powerCut(t, crash.PowerCutConfig{Bin: bin, Work: work, Keep: true, Programs: []string{"enqueue"}, Budget: powercut.Small, Seed: 5, Judged: j})
 	if !rep.OK || rep.Programs[0].Checked < rep.Programs[0].Barriers || rep.Programs[0].Barriers < 7 {
 		t.Fatalf("the reference's enqueue as the judged: ok %v, programs %+v, violations %+v", rep.OK, rep.Programs, rep.Violations)
 	}
 	var st syscall.Stat_t
 	q := filepath.Join(rep.Work, "enqueue", "record", "data", "q.db")
-	if err := syscall.Stat(q, &st); err != nil || st.Uid != 65533 {
-		t.Errorf("%s: owner %d (%v), want 65533", q, st.Uid, err)
+	if err := syscall.Stat(q, &st); err != nil || st.Uid != 66300 {
+		t.Errorf("%s: owner %d (%v), want 66300", q, st.Uid, err)
 	}
 }

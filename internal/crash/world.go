@@ -72,6 +72,12 @@ func newWorld(ctx context.Context, bin, dir string, j *harness.Judged) (*world, 
 		}
 		return w, nil
 	}
+	// Worlds follow one another as one identity: a program of the world
+	// before that left its process group (setsid) outlived its group's
+	// kill, and is ended before this world's files exist.
+	if err := j.KillAll(); err != nil {
+		return nil, fmt.Errorf("crash: end the judged's processes of the world before: %w", err)
+	}
 	if err := os.MkdirAll(dir, 0o711); err != nil {
 		return nil, err
 	}

@@ -1,9 +1,13 @@
 package harness_test
 
 import (
+	"bufio"
 	"context"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -161,4 +165,73 @@ func TestJudgedSQLHandSaysWhyItEnded(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "want a non-zero numeric UID") {
 		t.Errorf("OpenSQL as uid 0: got %v, want the helper's refusal", err)
 	}
+}
+
+// TestKillAllEndsWhatLeftItsGroup: a program that leaves its process group
+// (setsid) outlives the kill of the groups the step started; KillAll ends
+// it, and ends nothing of another step's identity.
+func TestKillAllEndsWhatLeftItsGroup(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root (CAP_SETUID) to run as another uid")
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Not the grading containers' 65533 and up: KillAll reaches every
+	// process of its uid on this machine, and the isolation tests' judged
+	// programs are host processes of those uids.
+	base := &harness.Judged{UID: 66000, GID: 66000, Exec: []string{self, harness.JudgedExecCommand}}
+	escapee, neighbour := base.ForStep(3), base.ForStep(4)
+	if escapee.UID != 66003 || escapee.GID != 66003 {
+		t.Fatalf("ForStep(3): got uid %d gid %d, want 66003 66003", escapee.UID, escapee.GID)
+	}
+	start := func(j *harness.Judged, script string) *exec.Cmd {
+		cmd := exec.Command("/bin/sh", "-c", script)
+		cmd.SysProcAttr = j.ProcAttr()
+		cmd.Dir = "/"
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		// The script says the pid of what it left running, then ends.
+		line, err := bufio.NewReader(out).ReadString('\n')
+		if err != nil {
+			t.Fatalf("the script's pid line: %v", err)
+		}
+		pid, _ := strconv.Atoi(strings.TrimSpace(line))
+		t.Cleanup(func() { syscall.Kill(pid, syscall.SIGKILL); cmd.Wait() })
+		cmd.Process.Signal(syscall.SIGKILL) // the group's kill, as the harness does
+		cmd.Wait()
+		return &exec.Cmd{Process: &os.Process{Pid: pid}}
+	}
+	left := start(escapee, "setsid sleep 1000 </dev/null >/dev/null 2>&1 & echo $!")
+	other := start(neighbour, "setsid sleep 1000 </dev/null >/dev/null 2>&1 & echo $!")
+	if !alive(left.Process.Pid) || !alive(other.Process.Pid) {
+		t.Fatalf("the setsid children: got alive %v and %v, want both running before KillAll", alive(left.Process.Pid), alive(other.Process.Pid))
+	}
+	if err := escapee.KillAll(); err != nil {
+		t.Fatalf("KillAll: %v", err)
+	}
+	if alive(left.Process.Pid) {
+		t.Errorf("step 3's setsid child %d: still running after KillAll", left.Process.Pid)
+	}
+	if !alive(other.Process.Pid) {
+		t.Errorf("step 4's setsid child %d: ended by step 3's KillAll, want it left alone", other.Process.Pid)
+	}
+}
+
+// alive is whether pid runs (not a zombie, not gone).
+func alive(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	// pid (comm) STATE ...: the state follows the last ')'.
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	return i > 0 && i+2 < len(s) && s[i+2] != 'Z' && s[i+2] != 'X'
 }

@@ -196,7 +196,7 @@ func (s *SQLHand) wait() error {
 }
 
 // Helper runs args as one of the lab's hidden subcommands for the judged
-// (judged-exec, judged-sql) and reports whether args named one: the lab's
+// (judged-exec, judged-sql, judged-kill) and reports whether args named one: the lab's
 // main, and a test binary that stands in for the lab, call it first.
 // judged-exec returns only on failure.
 func Helper(args []string, stdin io.Reader, stdout io.Writer) (bool, error) {
@@ -208,6 +208,8 @@ func Helper(args []string, stdin io.Reader, stdout io.Writer) (bool, error) {
 		return true, JudgedExec(args[1:])
 	case JudgedSQLCommand:
 		return true, JudgedSQL(args[1:], stdin, stdout)
+	case JudgedKillCommand:
+		return true, JudgedKill(args[1:])
 	}
 	return false, nil
 }
