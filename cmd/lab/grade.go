@@ -27,8 +27,11 @@ with go.mod) or a directory of static executables queuectl, sender and
 receiver. By default every submission is built and run in Docker containers:
 no network, a read-only root, an unprivileged user, memory, CPU, pids and
 wall-clock limits (see --memory, --cpus, --pids, --wall); it needs a Docker
-engine. --trusted builds and runs on this machine instead, for code you
-trust (your own, the reference). Every report says which mode graded it.
+engine. --isolate pod grades where there is no Docker engine, inside a
+boundary someone else made (a Kubernetes pod, docs/kubernetes.md): the lab,
+root with six capabilities, runs the submission's programs as other uids.
+--trusted builds and runs on this machine as you, for code you trust (your
+own, the reference). Every report says which mode graded it.
 Flags may come before or after the submissions. A quoted pattern
 ('cohort/*') is expanded by lab itself, for where no shell runs it (a pod);
 --shard auto takes the shard from a Kubernetes Indexed Job or a CI's
@@ -88,7 +91,7 @@ func newGradeFlags(o *gradeOptions) *flag.FlagSet {
 	fs.DurationVar(&o.buildTimeout, "build-timeout", 5*time.Minute, "time limit of one submission's go build")
 	fs.StringVar(&o.gocache, "gocache", "", "GOCACHE for the builds (default: go's own with --trusted; isolated builds use a directory of their own under the user's cache dir, handed to the containers' user: never give them the host's own cache)")
 	fs.BoolVar(&o.trusted, "trusted", false, "the code is trusted: build and run it on this machine as your user, without containers (processes still get a minimal environment, a cgroup and a memory limit where possible)")
-	fs.StringVar(&o.isolate, "isolate", "docker", "where untrusted code runs: `docker` (the default; --trusted turns it off)")
+	fs.StringVar(&o.isolate, "isolate", "docker", "where untrusted code runs: `docker` (the default: a container per build and per submission), or pod: inside the boundary this lab already runs in (a Kubernetes pod, docs/kubernetes.md), as root with the six capabilities of a grading container, each submission's programs as other uids; --trusted turns isolation off")
 	fs.Int64Var(&o.memory, "memory", isolate.DefaultMemory>>20, "isolated: memory limit of one submission's container, in MiB (its processes and its tmpfs work dirs)")
 	fs.Float64Var(&o.cpus, "cpus", isolate.DefaultCPUs, "isolated: CPUs one submission's container may use")
 	fs.Int64Var(&o.pids, "pids", isolate.DefaultPIDs, "isolated: processes and threads alive at once in one container")
@@ -171,9 +174,18 @@ func runGrade(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	cfg.Worker = []string{exe, "grade"}
 	cfg.Lab = exe
 	switch {
+	case o.trusted && o.isolate == "pod":
+		return usageErr{"grade: --trusted and --isolate pod: choose one (--isolate pod separates the judge from the judged inside a pod; --trusted does not)"}
 	case o.trusted:
+	case o.isolate == "pod":
+		b, closeEngine, err := podBoundary(ctx, exe, o, stdout)
+		if err != nil {
+			return err
+		}
+		defer closeEngine()
+		cfg.Boundary = b
 	case o.isolate != "docker":
-		return usageErr{fmt.Sprintf("grade: --isolate %q: the only isolation is docker (the default); for code you trust, --trusted", o.isolate)}
+		return usageErr{fmt.Sprintf("grade: --isolate %q: want docker (the default) or pod; for code you trust, --trusted", o.isolate)}
 	case o.memory < 32 || o.pids < 16 || o.cpus < 0.01 || o.wall < 0 || o.buildMemory < 256:
 		return usageErr{"grade: --memory is at least 32 (MiB), --pids 16, --cpus 0.01, --build-memory 256 (MiB), --wall >= 0"}
 	default:
@@ -330,6 +342,33 @@ func isolatedBoundary(ctx context.Context, exe string, o gradeOptions, steps int
 		b.Warm = eng.WarmFunc(root, gocache, isolate.Limits{Memory: o.buildMemory << 20}, o.buildTimeout)
 	}
 	return b, func() { eng.Close() }, nil
+}
+
+// podBoundary makes the boundary of --isolate pod: the pod is the
+// boundary someone else made, and inside it the judge and the judged are
+// separated as in a grading container (isolate.NewLocal). Builds run here
+// as the judge (no submission code runs during a build); every
+// submission's steps and crash runs are a lab process of their own whose
+// programs run as other uids.
+func podBoundary(ctx context.Context, exe string, o gradeOptions, stdout io.Writer) (*grade.Boundary, func(), error) {
+	lab, cleanup, err := staticLab(ctx, exe, stdout)
+	if err != nil {
+		return nil, nil, err
+	}
+	eng, err := isolate.NewLocal(ctx, lab)
+	if err != nil {
+		cleanup()
+		return nil, nil, fmt.Errorf("grade: --isolate pod: %w", err)
+	}
+	lim := isolate.Limits{Wall: o.wall}
+	b := &grade.Boundary{
+		Mode: "isolated in a pod: built in the pod, each submission's lab run as root with six capabilities and its programs as other uids (200000 and up) apart from it; the pod's network, file system and limits",
+		Run:  grade.StepRunner(eng.Runner(lim)),
+		// lab crash likewise.
+		Crash:    eng.CrashRunner(isolate.Limits{}),
+		PowerCut: eng.PowerCutRunner(isolate.Limits{}),
+	}
+	return b, func() { eng.Close(); cleanup() }, nil
 }
 
 // staticLab returns a static lab binary: exe itself, or one built into a

@@ -38,8 +38,24 @@ else
 fi
 
 ctx=$tmp/lab
-mkdir -p "$ctx"
+mkdir -p "$ctx/root/usr/local/bin" "$ctx/root/judge"
 cp deploy/image/Dockerfile "$ctx/Dockerfile"
-CGO_ENABLED=0 go build -trimpath -buildvcs=false -tags nomutants -o "$ctx/lab" ./cmd/lab  # no mutants: their search texts are the reference
-docker build -q --build-arg "BASE=$base" -t "$image" "$ctx" >/dev/null
+# The judge's: the lab (no mutants: their search texts are the reference),
+# and /judge, where the pods mount the cohort, the results and the build
+# cache, out of the judged's reach (root's alone).
+CGO_ENABLED=0 go build -trimpath -buildvcs=false -tags nomutants -o "$ctx/root/usr/local/bin/lab" ./cmd/lab
+chmod 0500 "$ctx/root/usr/local/bin/lab"
+chmod 0700 "$ctx/root/judge"
+# strace and the libraries it loads, from this host: steps 2 and 7 trace
+# system calls (a grading container's image carries them the same way).
+if s=$(command -v strace); then
+	for f in "$s" $(ldd "$s" | grep -o '/[^ ]*'); do
+		mkdir -p "$ctx/root$(dirname "$f")"
+		cp -L "$f" "$ctx/root$f"
+	done
+else
+	echo "build.sh: no strace on this host: steps 2 and 7 will fail in the pods" >&2
+fi
+tar -cf - -C "$ctx" --owner=0 --group=0 Dockerfile root |
+	docker build -q --build-arg "BASE=$base" -t "$image" - >/dev/null
 echo "build.sh: $image"

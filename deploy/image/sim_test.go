@@ -47,8 +47,9 @@ const simPoints = "1=10,3=10,4=10,8=10"
 // TestIndexedJobOnDocker plays deploy/kubernetes/grade.yaml on the Docker
 // engine: the image build.sh makes, one container per shard given its own
 // JOB_COMPLETION_INDEX and the args of the manifest (with $(VAR) expanded
-// as the kubelet does), the cohort mounted read-only, no network, not root,
-// a read-only root and a /tmp of its own; then lab merge in the same image.
+// as the kubelet does), its mounts, user, capabilities and environment, the
+// cohort read-only, no network, a read-only root and a /tmp of its own; then
+// lab merge in the same image.
 // The merged grades equal an unsharded grading of the cohort byte for byte
 // once the timings are blanked (see normalize), and a shard killed midway
 // and graded again changes nothing.
@@ -79,6 +80,8 @@ func TestIndexedJobOnDocker(t *testing.T) {
 	t.Logf("image and cohort of %d ready in %.1fs", len(s.cohort), time.Since(t0).Seconds())
 	s.args = manifestArgs(t, filepath.Join(root, "deploy", "kubernetes", "grade.yaml"), "grade")
 	s.mergeArgs = manifestArgs(t, filepath.Join(root, "deploy", "kubernetes", "merge.yaml"), "merge")
+	s.pods = map[string]pod{"grade": manifestPod(t, filepath.Join(root, "deploy", "kubernetes", "grade.yaml")),
+		"merge": manifestPod(t, filepath.Join(root, "deploy", "kubernetes", "merge.yaml"))}
 	s.results = t.TempDir()
 	if err := os.Chmod(s.results, 0o777); err != nil { // written by the pod's user
 		t.Fatal(err)
@@ -150,10 +153,11 @@ type sim struct {
 	id        string
 	image     string
 	cohort    map[string]string // name → "ref", "starter" or "mutant"
-	dir       string            // the cohort, mounted at /cohort
+	dir       string            // the cohort, mounted where grade.yaml says
 	results   string            // the results volume
 	args      []string          // the grading container's args in grade.yaml
 	mergeArgs []string          // the merge container's args in merge.yaml
+	pods      map[string]pod    // grade.yaml's and merge.yaml's pods
 	points    string            // --points added to them; "" is every step
 	parallel  string            // --parallel added to them, when set
 	seq       int
@@ -270,9 +274,49 @@ func manifestArgs(t *testing.T, file, cmd string) []string {
 	return args
 }
 
+// pod is what docker run takes of a manifest's pod: its user, the
+// capabilities added back, its environment, and where each volume is
+// mounted.
+type pod struct {
+	user   string
+	caps   []string
+	env    []string
+	mounts map[string]string // volume name → mountPath
+}
+
+// manifestPod reads file's pod with regular expressions, as manifestArgs
+// reads the args (deploy/kubernetes's test decodes the same strictly).
+func manifestPod(t *testing.T, file string) pod {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := pod{mounts: map[string]string{}}
+	m := regexp.MustCompile(`(?m)^\s*runAsUser:\s*([0-9]+)\s*$`).FindSubmatch(b)
+	if m == nil {
+		t.Fatalf("%s: no runAsUser", file)
+	}
+	p.user = string(m[1]) + ":" + string(m[1])
+	if m := regexp.MustCompile(`(?m)^\s*add:\s*\[([A-Z_, ]+)\]`).FindSubmatch(b); m != nil {
+		for _, c := range strings.Split(string(m[1]), ",") {
+			p.caps = append(p.caps, strings.TrimSpace(c))
+		}
+	}
+	for _, m := range regexp.MustCompile(`(?m)^\s*- \{name: ([A-Z_]+), value: ([^}]+)\}`).FindAllSubmatch(b, -1) {
+		p.env = append(p.env, string(m[1])+"="+strings.TrimSpace(string(m[2])))
+	}
+	for _, m := range regexp.MustCompile(`(?m)^\s*- \{name: ([a-z]+), mountPath: ([^,}]+)`).FindAllSubmatch(b, -1) {
+		p.mounts[string(m[1])] = strings.TrimSpace(string(m[2]))
+	}
+	if p.mounts["results"] == "" {
+		t.Fatalf("%s: no results mount", file)
+	}
+	return p
+}
+
 // podArgs are the manifest's args for shard index of n, with $(VAR)
 // expanded as the kubelet does (index < 0: the whole cohort without
-// --shard, into /results).
+// --shard, into the results volume).
 // --jobs becomes 1: each simulated pod grades one submission at a time, so
 // k shards are k-way parallelism on this machine.
 func (s *sim) podArgs(index, n int) []string {
@@ -288,24 +332,22 @@ func (s *sim) podArgs(index, n int) []string {
 			i++
 			continue
 		case a == "--out" && index < 0:
-			out = append(out, a, "/results")
+			out = append(out, a, s.pods["grade"].mounts["results"])
 			i++
 			continue
 		case a == "--jobs":
 			out = append(out, a, "1")
 			i++
 			continue
-		case a == "--trusted":
-			out = append(out, a)
-			if s.points != "" {
-				out = append(out, "--points", s.points)
-			}
-			if s.parallel != "" {
-				out = append(out, "--parallel", s.parallel)
-			}
-			continue
 		}
 		out = append(out, strings.ReplaceAll(a, "$(JOB_COMPLETION_INDEX)", strconv.Itoa(index)))
+	}
+	// lab grade takes flags after the submissions too.
+	if s.points != "" {
+		out = append(out, "--points", s.points)
+	}
+	if s.parallel != "" {
+		out = append(out, "--parallel", s.parallel)
 	}
 	return out
 }
@@ -315,12 +357,14 @@ type result struct {
 	out  string
 }
 
-// dockerArgs are the pod's boundary as docker run flags: no network, the
-// pod's user, a read-only root, no capabilities, no privilege escalation,
-// memory and pids limits, a /tmp of its own, the cohort read-only, and at
-// /results the directory results/sub of the results volume (made, mode
-// 0777: the pod's user writes it).
-func (s *sim) dockerArgs(name string, index int, sub string) []string {
+// dockerArgs are the job's pod as docker run flags: no network, the
+// pod's user and capabilities (all others dropped), its environment, a
+// read-only root, no privilege escalation, memory and pids limits, a /tmp
+// of its own, its other emptyDirs as tmpfs, the cohort read-only, and the
+// directory results/sub of the results volume where the pod mounts it
+// (made, mode 0777: the pod's user writes it).
+func (s *sim) dockerArgs(job, name string, index int, sub string) []string {
+	p := s.pods[job]
 	host := filepath.Join(s.results, sub)
 	if err := os.MkdirAll(host, 0o777); err != nil {
 		s.t.Fatal(err)
@@ -329,9 +373,21 @@ func (s *sim) dockerArgs(name string, index int, sub string) []string {
 		s.t.Fatal(err)
 	}
 	a := []string{"run", "--name", name, "--label", "snacklab.sim=" + s.id,
-		"--network", "none", "--user", podUser(), "--read-only", "--cap-drop", "ALL",
+		"--network", "none", "--user", podUser(p), "--read-only", "--cap-drop", "ALL",
 		"--security-opt", "no-new-privileges", "--memory", "2g", "--pids-limit", "4096",
-		"--tmpfs", "/tmp:rw,exec,size=1g", "-v", s.dir + ":/cohort:ro", "-v", host + ":/results"}
+		"--tmpfs", "/tmp:rw,exec,size=1g", "-v", host + ":" + p.mounts["results"]}
+	for _, c := range p.caps {
+		a = append(a, "--cap-add", c)
+	}
+	for _, e := range p.env {
+		a = append(a, "-e", e)
+	}
+	if m := p.mounts["cohort"]; m != "" {
+		a = append(a, "-v", s.dir+":"+m+":ro")
+	}
+	if m := p.mounts["cache"]; m != "" {
+		a = append(a, "--tmpfs", m+":rw,size=1g")
+	}
 	if index >= 0 {
 		a = append(a, "-e", "JOB_COMPLETION_INDEX="+strconv.Itoa(index))
 	}
@@ -345,10 +401,11 @@ func (s *sim) container(label string) string {
 	return name
 }
 
-// run runs the image once with args and results/sub at /results, and waits.
+// run runs the image once with args (args[0] names the job's pod: grade
+// or merge) and results/sub as the results volume, and waits.
 func (s *sim) run(t *testing.T, label string, index int, sub string, args ...string) result {
 	t.Helper()
-	cmd := exec.CommandContext(s.ctx, "docker", append(s.dockerArgs(s.container(label), index, sub), args...)...)
+	cmd := exec.CommandContext(s.ctx, "docker", append(s.dockerArgs(args[0], s.container(label), index, sub), args...)...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	err := cmd.Run()
@@ -384,7 +441,7 @@ func (s *sim) shards(t *testing.T, sub string, n int) time.Duration {
 	for i := range n {
 		name := s.container(fmt.Sprintf("%s-%d", sub, i))
 		eg.Go(func() error {
-			out, err := exec.CommandContext(s.ctx, "docker", append(s.dockerArgs(name, i, sub), s.podArgs(i, n)...)...).CombinedOutput()
+			out, err := exec.CommandContext(s.ctx, "docker", append(s.dockerArgs("grade", name, i, sub), s.podArgs(i, n)...)...).CombinedOutput()
 			if err != nil {
 				return fmt.Errorf("shard %d/%d: %v\n%s", i, n, err, out)
 			}
@@ -417,7 +474,7 @@ func (s *sim) killMidway(t *testing.T, sub string, index, n int) {
 		t.Fatal(err)
 	}
 	name := s.container(fmt.Sprintf("%s-%d-killed", sub, index))
-	args := append(s.dockerArgs(name, index, sub), s.podArgs(index, n)...)
+	args := append(s.dockerArgs("grade", name, index, sub), s.podArgs(index, n)...)
 	args = slices.Insert(args, 1, "-d")
 	if out, err := exec.CommandContext(s.ctx, "docker", args...).CombinedOutput(); err != nil {
 		t.Fatalf("docker run -d: %v\n%s", err, out)
@@ -642,12 +699,13 @@ func max0(n int) int {
 	return n
 }
 
-// podUser is the pods' user (grade.yaml's runAsUser), when the test runs as
-// root; otherwise the test's own user, so that t.TempDir can remove what
-// the containers wrote.
-func podUser() string {
+// podUser is the pod's user (its manifest's runAsUser), when the test runs
+// as root; otherwise the test's own user, so that t.TempDir can remove what
+// the containers wrote (lab grade --isolate pod then refuses: it must be
+// root to start the programs as other uids).
+func podUser(p pod) string {
 	if os.Getuid() == 0 {
-		return "65532:65532"
+		return p.user
 	}
 	return fmt.Sprintf("%d:%d", os.Getuid(), os.Getgid())
 }

@@ -2,7 +2,8 @@
 // a cluster: every document decodes strictly (an unknown or misspelt field
 // is an error, as `kubectl apply --validate=strict` would say) into the
 // Kubernetes API types, and the Job keeps the promises docs/kubernetes.md
-// makes (indexed shards whose count matches, no network, not root, limits).
+// makes (indexed shards whose count matches, no network, the judge root with
+// only its six capabilities and everything it judges under /judge, limits).
 // It is its own module so that the snacklab module never depends on k8s.io.
 package kubernetes_test
 
@@ -131,14 +132,14 @@ func TestGradeJob(t *testing.T) {
 	if s.BackoffLimitPerIndex == nil {
 		t.Errorf("backoffLimitPerIndex: want a per-shard retry bound")
 	}
-	checkPod(t, "grade", job.Spec.Template)
-
+	checkPod(t, "grade", job.Spec.Template, judgeCaps)
 	c := job.Spec.Template.Spec.Containers[0]
 	a := c.Args
-	for _, want := range []string{"grade", "--trusted"} {
-		if !slices.Contains(a, want) {
-			t.Errorf("args %q: want %q (a pod has no Docker engine; the pod is the boundary)", a, want)
-		}
+	if a[0] != "grade" || slices.Contains(a, "--trusted") {
+		t.Errorf("args %q: want grade, never --trusted (the judged would run as the judge)", a)
+	}
+	if v, _ := arg(a, "--isolate"); v != "pod" {
+		t.Errorf("args %q: want --isolate pod: no Docker engine in a pod, so the lab separates the judged from itself", a)
 	}
 	if v, _ := arg(a, "--shard"); v != "auto" {
 		t.Errorf("args %q: want --shard auto", a)
@@ -146,17 +147,31 @@ func TestGradeJob(t *testing.T) {
 	if v, _ := arg(a, "--shards"); v != strconv.Itoa(int(*s.Completions)) {
 		t.Errorf("--shards %q but completions %d: they must be equal, or shards are graded twice or never", v, *s.Completions)
 	}
-	if v, _ := arg(a, "--out"); v != "/results/shard-$(JOB_COMPLETION_INDEX)" {
-		t.Errorf("--out %q: want /results/shard-$(JOB_COMPLETION_INDEX), one directory per shard (merge.yaml reads /results/shard-*)", v)
+	if v, _ := arg(a, "--out"); v != "/judge/results/shard-$(JOB_COMPLETION_INDEX)" {
+		t.Errorf("--out %q: want /judge/results/shard-$(JOB_COMPLETION_INDEX), one directory per shard (merge.yaml reads shard-* of the same volume)", v)
 	}
 	var results *corev1.VolumeMount
 	for i, m := range c.VolumeMounts {
-		if m.MountPath == "/results" {
+		if m.MountPath == "/judge/results" {
 			results = &c.VolumeMounts[i]
+		}
+		// Everything mounted is the judge's (under /judge, 0700 in the
+		// image) but /tmp, the judged's scratch space.
+		if m.MountPath != "/tmp" && !strings.HasPrefix(m.MountPath, "/judge/") {
+			t.Errorf("mount %s at %s: want it under /judge, out of the judged's reach", m.Name, m.MountPath)
 		}
 	}
 	if results == nil || results.SubPath != "" || results.SubPathExpr != "" || results.ReadOnly {
-		t.Errorf("/results mount %+v: want the writable volume itself (the kubelet makes subPath directories owned by root: the pod's user could not write them)", results)
+		t.Errorf("/judge/results mount %+v: want the writable volume itself (a subPath directory is made before the pod knows its shard)", results)
+	}
+	var gocache string
+	for _, e := range c.Env {
+		if e.Name == "GOCACHE" {
+			gocache = e.Value
+		}
+	}
+	if !strings.HasPrefix(gocache, "/judge/") {
+		t.Errorf("GOCACHE %q: want it under /judge (the image's default is on /tmp, which the judged read: the build cache holds the submission's compiled code)", gocache)
 	}
 	jobs, _ := arg(a, "--jobs")
 	n, err := strconv.Atoi(jobs)
@@ -164,8 +179,8 @@ func TestGradeJob(t *testing.T) {
 	if err != nil || n < 1 || resource.NewQuantity(int64(n), resource.DecimalSI).Cmp(cpu) > 0 {
 		t.Errorf("--jobs %q with a CPU limit of %s: want an explicit --jobs of at most the limit (lab's default is the node's cores)", jobs, cpu.String())
 	}
-	if got := a[len(a)-1]; got != "/cohort/*" {
-		t.Errorf("the cohort argument: got %q, want /cohort/* (lab expands it: no shell in the image)", got)
+	if got := a[len(a)-1]; got != "/judge/cohort/*" {
+		t.Errorf("the cohort argument: got %q, want /judge/cohort/* (lab expands it: no shell in the image)", got)
 	}
 
 	if len(pol.Spec.PolicyTypes) != 2 || len(pol.Spec.Ingress) != 0 || len(pol.Spec.Egress) != 0 {
@@ -188,15 +203,21 @@ func TestMergeJob(t *testing.T) {
 		t.Fatalf("merge.yaml: %d documents, want 1 Job", len(objs))
 	}
 	job := objs[0].(*batchv1.Job)
-	checkPod(t, "merge", job.Spec.Template)
+	checkPod(t, "merge", job.Spec.Template, nil)
 	a := job.Spec.Template.Spec.Containers[0].Args
 	if want := []string{"merge", "--out", "/results/merged", "/results/shard-*"}; !slices.Equal(a, want) {
 		t.Errorf("merge args: got %q, want %q", a, want)
 	}
 }
 
-// checkPod holds what every snacklab pod promises.
-func checkPod(t *testing.T, name string, tpl corev1.PodTemplateSpec) {
+// judgeCaps are the capabilities a grading pod's lab keeps: those of a
+// grading container's judge (internal/isolate.JudgeCaps).
+var judgeCaps = []corev1.Capability{"CHOWN", "DAC_OVERRIDE", "KILL", "SETGID", "SETUID", "SYS_PTRACE"}
+
+// checkPod holds what every snacklab pod promises: its one container runs
+// as root with exactly caps added back after dropping all (the judge; the
+// merge adds none), no escalation, a read-only root, limits.
+func checkPod(t *testing.T, name string, tpl corev1.PodTemplateSpec, caps []corev1.Capability) {
 	t.Helper()
 	p := tpl.Spec
 	fail := func(format string, args ...any) { t.Errorf("%s pod: %s", name, fmt.Sprintf(format, args...)) }
@@ -207,8 +228,8 @@ func checkPod(t *testing.T, name string, tpl corev1.PodTemplateSpec) {
 		fail("automountServiceAccountToken must be false: a submission must not reach the API server")
 	}
 	sc := p.SecurityContext
-	if sc == nil || sc.RunAsNonRoot == nil || !*sc.RunAsNonRoot || sc.RunAsUser == nil || *sc.RunAsUser == 0 {
-		fail("want runAsNonRoot and a non-zero runAsUser")
+	if sc == nil || sc.RunAsUser == nil || *sc.RunAsUser != 0 {
+		fail("want runAsUser 0: the lab is the judge, root with only its capabilities (the image's lab is root's alone)")
 	}
 	if len(p.Containers) != 1 {
 		t.Fatalf("%s pod: %d containers, want 1", name, len(p.Containers))
@@ -222,6 +243,11 @@ func checkPod(t *testing.T, name string, tpl corev1.PodTemplateSpec) {
 	}
 	if c.SecurityContext == nil || c.SecurityContext.Capabilities == nil || !slices.Contains(c.SecurityContext.Capabilities.Drop, "ALL") {
 		fail("want capabilities dropped (ALL)")
+	} else if add := c.SecurityContext.Capabilities.Add; !slices.Equal(add, caps) {
+		fail("capabilities added: got %v, want exactly %v", add, caps)
+	}
+	if c.SecurityContext != nil && c.SecurityContext.Privileged != nil && *c.SecurityContext.Privileged {
+		fail("privileged: want never")
 	}
 	for _, r := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
 		if _, ok := c.Resources.Limits[r]; !ok {
@@ -242,7 +268,7 @@ func checkPod(t *testing.T, name string, tpl corev1.PodTemplateSpec) {
 			continue
 		}
 		switch m.MountPath {
-		case "/cohort":
+		case "/judge/cohort":
 			if !m.ReadOnly || v.PersistentVolumeClaim == nil || !v.PersistentVolumeClaim.ReadOnly {
 				fail("the cohort must be mounted read-only (mount and claim)")
 			}

@@ -91,6 +91,7 @@ type Engine struct {
 	closed atomic.Bool
 	mu     sync.Mutex
 	made   []string // ids of the containers made
+	local  *local   // set: no Docker engine, every run a local process (NewLocal)
 }
 
 // New connects to the Docker engine (DOCKER_HOST, or the local socket),
@@ -224,7 +225,7 @@ func (e *Engine) build(ctx context.Context, lab []byte) error {
 // Close removes every container the engine left (there are none unless a
 // Run was interrupted mid-way) and the image.
 func (e *Engine) Close() error {
-	if e.closed.Swap(true) {
+	if e.closed.Swap(true) || e.local != nil {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), apiTimeout)
@@ -316,6 +317,9 @@ func (e *Engine) Run(ctx context.Context, opt Options) (out Outcome, err error) 
 // limit, and removes it whatever happened (a create that failed after the
 // daemon made the container included).
 func (e *Engine) runOnce(ctx context.Context, spec containerSpec, wall time.Duration) (res containerResult, err error) {
+	if e.local != nil {
+		return e.local.run(ctx, spec, wall)
+	}
 	id, err := e.createContainer(ctx, spec)
 	if id != "" {
 		defer func() {

@@ -97,7 +97,7 @@ func goBuild(out, ldflags string, pkgs ...string) error {
 	return nil
 }
 
-var hostileModes = []string{"net", "write", "fork", "mem", "sleep", "forge"}
+var hostileModes = []string{"net", "write", "fork", "mem", "sleep", "forge", "escape"}
 
 // build makes the static lab, the reference and one hostile submission per
 // mode, the builds at once.

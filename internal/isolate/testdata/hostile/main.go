@@ -19,6 +19,8 @@
 //	fork   start copies of itself without end (os/exec of itself)
 //	mem    allocate memory and touch it without end
 //	sleep  sleep forever
+//	escape leave a copy of itself running outside every process group the
+//	       lab made (setsid), asleep for at most ten minutes; exit 1
 //
 // The destructive modes (write, fork, mem) refuse to run outside the
 // isolation container, so running this by mistake on a host harms nothing.
@@ -61,6 +63,8 @@ func main() {
 	case "mem":
 		mustBeIsolated()
 		eat()
+	case "escape":
+		escape()
 	case "sleep":
 		for {
 			time.Sleep(time.Hour)
@@ -248,5 +252,30 @@ func forgeProbe() {
 	try("mkdir /work/x", os.Mkdir("/work/x", 0o755))
 	fmt.Println("PASS  1 retry      0.01s  forged")
 	fmt.Fprintf(os.Stderr, "hostile forge: %s\n", strings.Join(res, " "))
+	os.Exit(1)
+}
+
+// escape starts a copy of itself in a session of its own (setsid), which
+// the kill of the process groups the lab started does not reach, and
+// exits; the copy sleeps (at most ten minutes, so a run by mistake on a
+// host leaves nothing for long).
+func escape() {
+	if os.Getenv("HOSTILE_ESCAPED") == "1" {
+		time.Sleep(10 * time.Minute)
+		os.Exit(0)
+	}
+	self, err := os.Executable()
+	if err != nil {
+		os.Exit(1)
+	}
+	cmd := exec.Command(self)
+	cmd.Env = append(os.Environ(), "HOSTILE_ESCAPED=1")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	err = cmd.Start()
+	pid := 0
+	if err == nil {
+		pid = cmd.Process.Pid
+	}
+	fmt.Fprintf(os.Stderr, "hostile escape: left pid %d running (%s)\n", pid, errName(err))
 	os.Exit(1)
 }
