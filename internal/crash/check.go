@@ -79,6 +79,30 @@ func (w *world) check(now int64) []vio {
 	var out []vio
 	bad := func(inv, format string, args ...any) { out = append(out, vio{inv, fmt.Sprintf(format, args...)}) }
 
+	ids := w.orderIDs()
+	jobs := w.showJobs(now, ids, bad)
+	w.checkAccepted(jobs, bad)
+	w.checkReceiver(ids, jobs, bad)
+	w.checkTokens(jobs, bad)
+	w.checkJobs(jobs, now, bad)
+
+	if w.recv != nil {
+		w.recv.stop()
+	}
+	for _, f := range []string{w.q, w.r} {
+		if err := w.integrity(f); err != nil {
+			bad(InvIntegrity, "%s: %v", f, err)
+		}
+	}
+	return out
+}
+
+// violated records that invariant inv is broken, and how.
+type violated func(inv, format string, args ...any)
+
+// orderIDs is every order the world saw: accepted by an enqueue, or
+// granted to a sender.
+func (w *world) orderIDs() map[string]bool {
 	ids := map[string]bool{}
 	for id := range w.accepted {
 		ids[id] = true
@@ -86,6 +110,12 @@ func (w *world) check(now int64) []vio {
 	for _, g := range w.grants {
 		ids[g.ID] = true
 	}
+	return ids
+}
+
+// showJobs reads each of ids from the queue (`queuectl show`); an accepted
+// order it cannot find is a violation.
+func (w *world) showJobs(now int64, ids map[string]bool, bad violated) map[string]shown {
 	jobs := map[string]shown{}
 	for _, id := range sortedKeys(ids) {
 		r := w.queuectl("show", now, "--id", id)
@@ -98,6 +128,11 @@ func (w *world) check(now int64) []vio {
 		}
 		jobs[id] = s
 	}
+	return jobs
+}
+
+// checkAccepted: every accepted order is in the queue with its qty, done.
+func (w *world) checkAccepted(jobs map[string]shown, bad violated) {
 	for id, q := range w.accepted {
 		s, ok := jobs[id]
 		if !ok {
@@ -110,8 +145,12 @@ func (w *world) check(now int64) []vio {
 			bad(InvDrain, "order %s is %s after the drain, want done", id, s.Job.State)
 		}
 	}
+}
 
-	// The receiver's side, through its HTTP API.
+// checkReceiver judges the receiver's side, through its HTTP API: every
+// done job's order was received, with its job's qty, and the stock is the
+// sum of the orders' qty.
+func (w *world) checkReceiver(ids map[string]bool, jobs map[string]shown, bad violated) {
 	var stock struct {
 		Stock    int64            `json:"stock"`
 		Orders   int64            `json:"orders"`
@@ -119,41 +158,47 @@ func (w *world) check(now int64) []vio {
 	}
 	if w.recv == nil || !w.recv.alive() {
 		bad(InvRestart, "no receiver running to ask for its stock")
-	} else if _, err := getJSON(w.recv.URL, "/stock", &stock); err != nil {
+		return
+	}
+	if _, err := getJSON(w.recv.URL, "/stock", &stock); err != nil {
 		bad(InvRestart, "GET /stock: %v", err)
-	} else {
-		var sum, orders int64
-		for _, id := range sortedKeys(ids) {
-			var o struct {
-				ID  string `json:"id"`
-				Qty int64  `json:"qty"`
-			}
-			found, err := getJSON(w.recv.URL, "/orders/"+url.PathEscape(id), &o)
-			if err != nil {
-				bad(InvRestart, "GET /orders/%s: %v", id, err)
-				continue
-			}
-			s, known := jobs[id]
-			if !found {
-				if known && s.Job.State == "done" {
-					bad(InvReceived, "job %s is done but the receiver has no order %s", id, id)
-				}
-				continue
-			}
-			orders++
-			sum += o.Qty
-			if known && o.Qty != s.Job.Qty {
-				bad(InvStock, "order %s has qty %d at the receiver, its job qty %d", id, o.Qty, s.Job.Qty)
-			}
+		return
+	}
+	var sum, orders int64
+	for _, id := range sortedKeys(ids) {
+		var o struct {
+			ID  string `json:"id"`
+			Qty int64  `json:"qty"`
 		}
-		if stock.Stock != sum || stock.Orders != orders {
-			bad(InvStock, "the receiver's stock is %d over %d orders; its orders' qty sum to %d over %d orders: an order was recorded without its stock (or the reverse)",
-				stock.Stock, stock.Orders, sum, orders)
+		found, err := getJSON(w.recv.URL, "/orders/"+url.PathEscape(id), &o)
+		if err != nil {
+			bad(InvRestart, "GET /orders/%s: %v", id, err)
+			continue
+		}
+		s, known := jobs[id]
+		if !found {
+			if known && s.Job.State == "done" {
+				bad(InvReceived, "job %s is done but the receiver has no order %s", id, id)
+			}
+			continue
+		}
+		orders++
+		sum += o.Qty
+		if known && o.Qty != s.Job.Qty {
+			bad(InvStock, "order %s has qty %d at the receiver, its job qty %d", id, o.Qty, s.Job.Qty)
 		}
 	}
+	if stock.Stock != sum || stock.Orders != orders {
+		bad(InvStock, "the receiver's stock is %d over %d orders; its orders' qty sum to %d over %d orders: an order was recorded without its stock (or the reverse)",
+			stock.Stock, stock.Orders, sum, orders)
+	}
+}
 
-	// Tokens: every grant seen, in the order of the injected clock (each
-	// process has its own instant; processes end in another order).
+// checkTokens judges every grant seen, in the order of the injected clock
+// (each process has its own instant; processes end in another order): no
+// token granted twice, none lower than one granted before, and no job
+// holding less than it was granted.
+func (w *world) checkTokens(jobs map[string]shown, bad violated) {
 	grants := append([]grant(nil), w.grants...)
 	sort.SliceStable(grants, func(i, j int) bool { return grants[i].At < grants[j].At })
 	seen := map[grant]bool{}
@@ -174,8 +219,11 @@ func (w *world) check(now int64) []vio {
 			bad(InvTokens, "job %s holds token %d, lower than the %d already granted", id, s.Job.Token, t)
 		}
 	}
+}
 
-	// Redrives and state fields.
+// checkJobs judges each job's redrive audit rows and state fields, and
+// that no lease outlived the drain.
+func (w *world) checkJobs(jobs map[string]shown, now int64, bad violated) {
 	for id, s := range jobs {
 		okN, killed, rows := w.redriveOK[id], w.redriveKilled[id], len(s.Redrives)
 		if rows < okN || rows > okN+killed {
@@ -197,16 +245,6 @@ func (w *world) check(now int64) []vio {
 			bad(InvLeases, "job %s is still leased to %v until %d, at %d after the drain", id, deref(j.Owner), *j.LeaseUntil, now)
 		}
 	}
-
-	if w.recv != nil {
-		w.recv.stop()
-	}
-	for _, f := range []string{w.q, w.r} {
-		if err := w.integrity(f); err != nil {
-			bad(InvIntegrity, "%s: %v", f, err)
-		}
-	}
-	return out
 }
 
 type vio struct{ inv, detail string }

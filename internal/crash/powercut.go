@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -105,10 +104,8 @@ func PowerCut(ctx context.Context, cfg PowerCutConfig) (*PowerCutReport, error) 
 	if len(sel) == 0 {
 		sel = Programs
 	}
-	for _, p := range sel {
-		if !slices.Contains(Programs, p) {
-			return nil, fmt.Errorf("no program %q (want one of %s)", p, strings.Join(Programs, ", "))
-		}
+	if err := knownPrograms(sel); err != nil {
+		return nil, err
 	}
 	if (cfg.Barrier > 0 || cfg.State > 0) && len(sel) != 1 {
 		return nil, errors.New("a power-cut state is replayed for one program: name it")

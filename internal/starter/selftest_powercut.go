@@ -79,10 +79,7 @@ func gradePowerCut(ctx context.Context, out *Outcome, bin, dir string, progs []s
 		}
 	}
 	if err == nil && !rep.OK && row.Detail == "" {
-		var b strings.Builder
-		rep.WriteText(&b)
-		row.Detail = b.String()
+		row.Detail = reportText(rep)
 	}
-	out.Rows = append(out.Rows, row)
-	out.OK = out.OK && row.OK
+	out.addRow(row)
 }
