@@ -111,63 +111,24 @@ func (l *local) run(ctx context.Context, spec containerSpec, wall time.Duration)
 		return res, err
 	}
 	defer os.RemoveAll(root)
-	work, tmp := filepath.Join(root, "work"), filepath.Join(root, "tmp")
-	// root and work are the judge's, passable but not listable (as a
-	// container's /work); tmp is anyone's, as a container's /tmp.
-	for _, d := range []struct {
-		path string
-		mode os.FileMode
-	}{{root, 0o711}, {work, 0o711}, {tmp, 0o1777}} {
-		if err := os.Mkdir(d.path, d.mode); err != nil && !os.IsExist(err) {
-			return res, err
-		}
-		if err := os.Chmod(d.path, d.mode); err != nil {
-			return res, err
-		}
+	paths, err := localLayout(root, spec)
+	if err != nil {
+		return res, err
 	}
-	paths := map[string]string{workDir: work, tmpDir: tmp}
-	for _, m := range spec.mounts {
-		if m.Target == subDir {
-			paths[subDir] = m.Source
-			// The staging root is the judge's 0700 dir; the judged reach
-			// their programs through it as a container's /sub.
-			if err := os.Chmod(filepath.Dir(m.Source), 0o711); err != nil {
-				return res, err
-			}
-		}
-	}
-	argv := localArgs(spec.cmd, l.lab, paths, base)
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Env = localEnv(spec.env, tmp)
+	cmd := exec.Command(l.lab)
+	cmd.Args = localArgs(spec.cmd, l.lab, paths, base)
+	cmd.Env = localEnv(spec.env, paths[tmpDir])
 	cmd.Dir = root
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	stdout, stderr := &capped{max: maxStdout}, &capped{max: maxStderr}
 	cmd.Stdout, cmd.Stderr = stdout, stderr
-	t0 := time.Now()
-	if err := cmd.Start(); err != nil {
-		return res, fmt.Errorf("isolate: starting the lab: %w", err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	timer := time.NewTimer(wall)
-	defer timer.Stop()
-	var werr error
-	select {
-	case werr = <-done:
-	case <-timer.C:
-		res.wall = true
-		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		werr = <-done
-	case <-ctx.Done():
-		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		<-done
-		l.endJudged(base)
-		return res, fmt.Errorf("isolate: interrupted: %w", ctx.Err())
-	}
-	res.took = time.Since(t0)
+	werr, err := waitWithin(ctx, cmd, wall, &res)
 	// Whatever the lab left of the judged (at the wall limit, all of it)
 	// ends with the run, as a container's processes end with it.
 	kerr := l.endJudged(base)
+	if err != nil {
+		return res, err
+	}
 	res.code = cmd.ProcessState.ExitCode()
 	var exit *exec.ExitError
 	if werr != nil && !errors.As(werr, &exit) {
@@ -182,6 +143,62 @@ func (l *local) run(ctx context.Context, spec containerSpec, wall time.Duration)
 		return res, fmt.Errorf("isolate: ending the judged's processes: %w", kerr)
 	}
 	return res, nil
+}
+
+// localLayout makes a run's directories in root and maps the container's
+// paths to them: /work and root itself the judge's, passable but not
+// listable (as a container's /work), /tmp anyone's (as a container's), and
+// /sub the staged programs, their staging root made passable.
+func localLayout(root string, spec containerSpec) (map[string]string, error) {
+	work, tmp := filepath.Join(root, "work"), filepath.Join(root, "tmp")
+	for _, d := range []struct {
+		path string
+		mode os.FileMode
+	}{{root, 0o711}, {work, 0o711}, {tmp, 0o1777}} {
+		if err := os.Mkdir(d.path, d.mode); err != nil && !os.IsExist(err) {
+			return nil, err
+		}
+		if err := os.Chmod(d.path, d.mode); err != nil {
+			return nil, err
+		}
+	}
+	paths := map[string]string{workDir: work, tmpDir: tmp}
+	for _, m := range spec.mounts {
+		if m.Target == subDir {
+			paths[subDir] = m.Source
+			if err := os.Chmod(filepath.Dir(m.Source), 0o711); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return paths, nil
+}
+
+// waitWithin starts cmd (the leader of its process group) and waits for
+// it, killing the group at the wall-clock limit (res.wall) or when ctx
+// ends (err). werr is what cmd.Wait returned.
+func waitWithin(ctx context.Context, cmd *exec.Cmd, wall time.Duration, res *containerResult) (werr, err error) {
+	t0 := time.Now()
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("isolate: starting the lab: %w", err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	timer := time.NewTimer(wall)
+	defer timer.Stop()
+	select {
+	case werr = <-done:
+	case <-timer.C:
+		res.wall = true
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		werr = <-done
+	case <-ctx.Done():
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		<-done
+		return nil, fmt.Errorf("isolate: interrupted: %w", ctx.Err())
+	}
+	res.took = time.Since(t0)
+	return werr, nil
 }
 
 // endJudged kills every process of the uids a run's lab hands out: the
