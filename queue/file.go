@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
 	"syscall"
@@ -138,13 +139,27 @@ func readMark(ctx context.Context, db queryer) (mark, error) {
 }
 
 // tableColumns is what a queue file must hold: the tables of schema.sql and
-// the columns this package reads. Extra tables, columns, indexes or
-// triggers are allowed (the lab adds a trigger in step 5).
+// the columns this package reads, named as the JSON of the row's type names
+// them (a field added to Job is a column checked here, with nothing else to
+// edit). Extra tables, columns, indexes or triggers are allowed (the lab
+// adds a trigger in step 5).
 var tableColumns = map[string][]string{
-	"jobs": {"id", "qty", "state", "reason", "attempts", "max_attempts", "token", "owner",
-		"lease_until", "available_at", "deadline_at", "deadline_window_ms", "created_at", "updated_at"},
-	"redrives":       {"seq", "job_id", "prev_token", "prev_reason", "at_ms", "note"},
-	"investigations": {"seq", "job_id", "at_ms", "note"},
+	"jobs":           jsonNames(Job{}),
+	"redrives":       append([]string{"seq"}, jsonNames(Redrive{})...),
+	"investigations": append([]string{"seq"}, jsonNames(Investigation{})...),
+}
+
+// jsonNames are the JSON member names of a struct's fields, in order.
+func jsonNames(v any) []string {
+	t := reflect.TypeOf(v)
+	var names []string
+	for i := range t.NumField() {
+		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
+		if name != "" && name != "-" {
+			names = append(names, name)
+		}
+	}
+	return names
 }
 
 // checkTables refuses a file that lacks a table or column of the queue, so
