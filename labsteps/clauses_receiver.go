@@ -126,7 +126,7 @@ func rawPost(h *harness.Harness, base, body string) net.Conn {
 	if err == nil {
 		h.OnCleanup(func() { c.Close() })
 		c.SetWriteDeadline(time.Now().Add(h.WaitLimit))
-		_, err = fmt.Fprintf(c, "POST /orders HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", addr, len(body), body)
+		_, err = io.WriteString(c, rawOrder(addr, body))
 	}
 	if err != nil {
 		h.Fatalf("POST /orders "+body, "the request sent", "the receiver must take it", "%v", err)
@@ -228,66 +228,6 @@ func heldClock(h *harness.Harness) {
 		strings.Join(want, "; "), strings.Join(got, "; "), why+fmt.Sprintf(" (the sender: %s, %s)", run.Events(), run.Exit()))
 }
 
-// headerLimit posts an order whose request line and headers come to well
-// under 16 KiB, and one whose come to 1 KiB over it (less than the 4 KiB of
-// slack net/http's MaxHeaderBytes allows beyond its value, so a receiver
-// that relies on that alone lets it through): the first is applied, the
-// second answered 431 and not processed (CONTRACT §5). Whether the blank
-// line that ends the headers counts is left open: both sizes are far from
-// the limit either way.
-func headerLimit(h *harness.Harness, rcv *harness.Receiver) {
-	h.Clause("§5.receiver.header-limit")
-	h.Section("k: request headers over 16 KiB")
-	const limit = 16 << 10
-	under := headerPost(h, rcv.URL, "k-head-ok", limit-256)
-	h.Check("POST /orders with 16128 bytes of request line and headers: applied", under.Err == nil && under.Status == 200 && under.Ack() == "true",
-		`200 {"ack":true,…}`, under.String(), "CONTRACT §5: only headers above 16 KiB are refused; an order under the limit is an order like any other")
-	over := headerPost(h, rcv.URL, "k-head-big", limit+1024)
-	h.Check("POST /orders with 17408 bytes of request line and headers: 431", over.Err == nil && over.Status == http.StatusRequestHeaderFieldsTooLarge,
-		"431 Request Header Fields Too Large", over.String(),
-		"CONTRACT §5: request headers above 16 KiB are answered 431 and not processed (net/http's MaxHeaderBytes alone lets up to 4 KiB more through)")
-	st := rcv.Stock()
-	o := h.HTTP(http.MethodGet, rcv.URL+"/orders/k-head-big", "")
-	h.Equal("the order behind headers over 16 KiB is not processed: requests counted, GET /orders/k-head-big", "requests=0 status=404",
-		fmt.Sprintf("requests=%d status=%d", st.Requests["k-head-big"], o.Status),
-		"CONTRACT §5: a request refused for its headers is not processed: not applied, not even counted")
-}
-
-// headerPost sends POST /orders carrying {"id":ID,"qty":7,"token":1} whose
-// request line and header lines, each with its CRLF, come to exactly size
-// bytes (an X-Pad header fills them up), on a connection of its own, and
-// reads the answer.
-func headerPost(h *harness.Harness, base, id string, size int) harness.HTTPAnswer {
-	addr := strings.TrimPrefix(base, "http://")
-	body := fmt.Sprintf(`{"id":%q,"qty":7,"token":1}`, id)
-	head := fmt.Sprintf("POST /orders HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\nConnection: close\r\nX-Pad: \r\n", addr, len(body))
-	pad := strings.Repeat("p", max(0, size-len(head)))
-	h.Action(fmt.Sprintf("POST /orders %s with %d bytes of request line and headers", body, len(head)+len(pad)), result.NoClock)
-	c, err := net.DialTimeout("tcp", addr, h.WaitLimit)
-	if err != nil {
-		return harness.HTTPAnswer{Err: err}
-	}
-	defer c.Close()
-	c.SetDeadline(time.Now().Add(h.WaitLimit))
-	req := strings.Replace(head, "X-Pad: \r\n", "X-Pad: "+pad+"\r\n", 1) + "\r\n" + body
-	// A receiver may answer 431 and close before it has read the whole
-	// request, so a failed write still leaves its answer to be read.
-	_, werr := c.Write([]byte(req))
-	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
-	if err != nil {
-		if werr != nil {
-			err = fmt.Errorf("%w (sending the request: %v)", err, werr)
-		}
-		return harness.HTTPAnswer{Err: err}
-	}
-	defer resp.Body.Close()
-	b := make([]byte, 4096)
-	n, _ := io.ReadFull(resp.Body, b)
-	a := harness.HTTPAnswer{Status: resp.StatusCode, Body: strings.TrimSpace(string(b[:n]))}
-	h.Narrate("→ %s", a)
-	return a
-}
-
 // slowClient: a client that stalls 0.7 s in the middle of its headers, in
 // the middle of its body, or between two requests on one keep-alive
 // connection is still served (CONTRACT §5: a receiver may bound what one
@@ -300,74 +240,102 @@ func slowClient(h *harness.Harness) {
 	h.Clause("§5.listening")
 	rcv := h.StartReceiver("receiver-u.db")
 	h.Clause("§5.bounds")
-	const stall = 700 * time.Millisecond
 	addr := strings.TrimPrefix(rcv.URL, "http://")
-	request := func(id string) string {
-		body := fmt.Sprintf(`{"id":%q,"qty":7,"token":1}`, id)
-		return fmt.Sprintf("POST /orders HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", addr, len(body), body)
-	}
+	probeStall(h, addr, "in the middle of its headers", "u-head", stallMidHeaders(slowRequest(addr, "u-head")))
+	probeStall(h, addr, "in the middle of its body", "u-body", stallMidBody(slowRequest(addr, "u-body")))
+	probeStall(h, addr, "between two requests on one connection", "u-idle", stallBetweenRequests(slowRequest(addr, "u-idle")))
+}
+
+// clientStall is how long the slow client pauses.
+const clientStall = 700 * time.Millisecond
+
+// slowRequest is the raw POST /orders of order id to the receiver at addr.
+func slowRequest(addr, id string) string {
+	return rawOrder(addr, fmt.Sprintf(`{"id":%q,"qty":7,"token":1}`, id))
+}
+
+// rawOrder is POST /orders carrying body to the receiver at addr, as it
+// goes on the wire.
+func rawOrder(addr, body string) string {
+	return fmt.Sprintf("POST /orders HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", addr, len(body), body)
+}
+
+// stallExchange talks to the receiver on c and returns the answer and how
+// long the lab held the client before its last byte, from start (or from
+// the first answer, between two requests).
+type stallExchange func(c net.Conn, br *bufio.Reader, start time.Time) (harness.HTTPAnswer, time.Duration)
+
+// probeStall judges one stalling client. A try the machine stretched to a
+// second or more judges nothing (the receiver may cut it): up to three
+// tries for one that did not.
+func probeStall(h *harness.Harness, addr, what, id string, exchange stallExchange) {
 	why := "CONTRACT §5: a receiver may bound what one client can hold, but no bound is under one second: a sender on a slow " +
 		"network that pauses 0.7 s is still served"
-	// exchange returns the answer and how long the lab held the client
-	// before its last byte, from start (or from the first answer, between
-	// two requests).
-	probe := func(what, id string, exchange func(c net.Conn, br *bufio.Reader, start time.Time) (harness.HTTPAnswer, time.Duration)) {
-		h.Section("u: " + what)
-		var a harness.HTTPAnswer
-		var took time.Duration
-		var ok bool
-		// A try the machine stretched to a second or more judges nothing
-		// (the receiver may cut it): up to three tries for one that did not.
-		for try := 1; try <= 3; try++ {
-			h.Action(fmt.Sprintf("POST /orders %s, stalling %v %s (try %d)", id, stall, what, try), result.NoClock)
-			start := time.Now() // a bound on headers may count from the connection
-			c, err := net.DialTimeout("tcp", addr, h.WaitLimit)
-			if err != nil {
-				a, took = harness.HTTPAnswer{Err: err}, 0
-			} else {
-				c.SetDeadline(time.Now().Add(h.WaitLimit + stall))
-				a, took = exchange(c, bufio.NewReader(c), start)
-				c.Close()
-			}
-			if errors.Is(a.Err, errNothingToJudge) {
-				h.Narrate("· the receiver closes the connection after each answer (Connection: close): no second request on it to judge")
-				return
-			}
-			h.Narrate("→ %s (the client was held %v)", a, took.Round(time.Millisecond))
-			if ok = a.Err == nil && a.Status == 200 && a.Ack() == "true"; ok || took < time.Second {
-				break
-			}
+	h.Section("u: " + what)
+	var a harness.HTTPAnswer
+	var took time.Duration
+	var ok bool
+	for try := 1; try <= 3; try++ {
+		h.Action(fmt.Sprintf("POST /orders %s, stalling %v %s (try %d)", id, clientStall, what, try), result.NoClock)
+		start := time.Now() // a bound on headers may count from the connection
+		c, err := net.DialTimeout("tcp", addr, h.WaitLimit)
+		if err != nil {
+			a, took = harness.HTTPAnswer{Err: err}, 0
+		} else {
+			c.SetDeadline(time.Now().Add(h.WaitLimit + clientStall))
+			a, took = exchange(c, bufio.NewReader(c), start)
+			c.Close()
 		}
-		if !ok && took >= time.Second {
-			h.Timeout("a client stalling "+what+" is still served", `200 {"ack":true,…}`,
-				fmt.Sprintf("%s after a stall that took %v instead of %v", a, took.Round(time.Millisecond), stall), why)
+		if errors.Is(a.Err, errNothingToJudge) {
+			h.Narrate("· the receiver closes the connection after each answer (Connection: close): no second request on it to judge")
 			return
 		}
-		h.Check("a client stalling "+what+" is still served", ok, `200 {"ack":true,…}`, a.String(), why)
-	}
-	// send writes req in two pieces, stalling between them, and reads the answer.
-	send := func(c net.Conn, br *bufio.Reader, req string, cut int, start time.Time) (harness.HTTPAnswer, time.Duration) {
-		if _, err := io.WriteString(c, req[:cut]); err != nil {
-			return harness.HTTPAnswer{Err: err}, time.Since(start)
+		h.Narrate("→ %s (the client was held %v)", a, took.Round(time.Millisecond))
+		if ok = a.Err == nil && a.Status == 200 && a.Ack() == "true"; ok || took < time.Second {
+			break
 		}
-		time.Sleep(stall)
-		_, err := io.WriteString(c, req[cut:])
-		took := time.Since(start)
-		if err != nil {
-			return harness.HTTPAnswer{Err: err}, took
-		}
-		return readAnswer(br), took
 	}
-	probe("in the middle of its headers", "u-head", func(c net.Conn, br *bufio.Reader, start time.Time) (harness.HTTPAnswer, time.Duration) {
-		req := request("u-head")
-		return send(c, br, req, strings.Index(req, "\r\n")+2, start)
-	})
-	probe("in the middle of its body", "u-body", func(c net.Conn, br *bufio.Reader, start time.Time) (harness.HTTPAnswer, time.Duration) {
-		req := request("u-body")
-		return send(c, br, req, strings.Index(req, "\r\n\r\n")+5, start)
-	})
-	probe("between two requests on one connection", "u-idle", func(c net.Conn, br *bufio.Reader, _ time.Time) (harness.HTTPAnswer, time.Duration) {
-		req := request("u-idle")
+	if !ok && took >= time.Second {
+		h.Timeout("a client stalling "+what+" is still served", `200 {"ack":true,…}`,
+			fmt.Sprintf("%s after a stall that took %v instead of %v", a, took.Round(time.Millisecond), clientStall), why)
+		return
+	}
+	h.Check("a client stalling "+what+" is still served", ok, `200 {"ack":true,…}`, a.String(), why)
+}
+
+// sendStalled writes req in two pieces, stalling between them, and reads
+// the answer.
+func sendStalled(c net.Conn, br *bufio.Reader, req string, cut int, start time.Time) (harness.HTTPAnswer, time.Duration) {
+	if _, err := io.WriteString(c, req[:cut]); err != nil {
+		return harness.HTTPAnswer{Err: err}, time.Since(start)
+	}
+	time.Sleep(clientStall)
+	_, err := io.WriteString(c, req[cut:])
+	took := time.Since(start)
+	if err != nil {
+		return harness.HTTPAnswer{Err: err}, took
+	}
+	return readAnswer(br), took
+}
+
+// stallMidHeaders stalls after the request line.
+func stallMidHeaders(req string) stallExchange {
+	return func(c net.Conn, br *bufio.Reader, start time.Time) (harness.HTTPAnswer, time.Duration) {
+		return sendStalled(c, br, req, strings.Index(req, "\r\n")+2, start)
+	}
+}
+
+// stallMidBody stalls after the body's first byte.
+func stallMidBody(req string) stallExchange {
+	return func(c net.Conn, br *bufio.Reader, start time.Time) (harness.HTTPAnswer, time.Duration) {
+		return sendStalled(c, br, req, strings.Index(req, "\r\n\r\n")+5, start)
+	}
+}
+
+// stallBetweenRequests sends req once, reads the answer, stalls on the
+// idle connection and sends req again.
+func stallBetweenRequests(req string) stallExchange {
+	return func(c net.Conn, br *bufio.Reader, _ time.Time) (harness.HTTPAnswer, time.Duration) {
 		if _, err := io.WriteString(c, req); err != nil {
 			return harness.HTTPAnswer{Err: err}, 0
 		}
@@ -386,8 +354,8 @@ func slowClient(h *harness.Harness) {
 			// is then no second request on this connection to judge.
 			return harness.HTTPAnswer{Err: errNothingToJudge}, 0
 		}
-		return send(c, br, req, 0, sent)
-	})
+		return sendStalled(c, br, req, 0, sent)
+	}
 }
 
 // errNothingToJudge: a probe found nothing the contract asks of it.

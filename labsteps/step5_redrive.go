@@ -52,10 +52,9 @@ func runStep5(h *harness.Harness) {
 // and the redrive that does.
 func redriveStory(h *harness.Harness) {
 	h.Clause("§3.init.json", "§3.enqueue.json", "§3.claim.json", "§3.finish.json", "§3.show.json")
-	const window = 50000
 	h.Init()
 	for _, id := range []string{"r-dead", "r-done", "r-lease"} {
-		h.MustEnqueue(id, 7, t0, "--deadline-ms", fmt.Sprint(window))
+		h.MustEnqueue(id, 7, t0, "--deadline-ms", fmt.Sprint(redriveWindow))
 	}
 	h.MustEnqueue("r-pend", 7, t0+100000) // not due during this step
 	held := h.ClaimAll("A", 3, t0, 30000)
@@ -64,10 +63,34 @@ func redriveStory(h *harness.Harness) {
 	ids := []string{"r-dead", "r-done", "r-lease", "r-pend"}
 	before := h.ShowAll(ids...)
 
+	refuseRedriveAndConflict(h, ids, before)
+	refuseNotesAndUnknownIDs(h, before)
+	duplicatesChangeNothing(h, ids, before)
+	investigationsChangeNothing(h, ids, before)
+	failedRedriveLeavesNoRow(h, before)
+	at := int64(t0 + 5000)
+	dead := before["r-dead"].Job
+	rd := redriveDeadJob(h, dead, at)
+	s := judgeRedriveAudit(h, dead, rd, at)
+	oldHolderIsFenced(h, dead, s, at)
+}
+
+// redriveWindow is the deadline window of part a's jobs, which a redrive
+// measures its new deadline by.
+const redriveWindow = 50000
+
+// longestNote is a note of 64 bytes, the longest the contract allows.
+var longestNote = "TICKET-42/" + strings.Repeat("9", 54)
+
+// whyNote is why a note is refused.
+const whyNote = "the note lands in the audit record: only a ticket-like identifier is allowed, so raw error text " +
+	"or personal data never gets there by accident"
+
+// refuseRedriveAndConflict: a job that is not dead may not be redriven, and
+// another qty under a known id is a conflict, whatever the job's state.
+func refuseRedriveAndConflict(h *harness.Harness, ids []string, before map[string]harness.Shown) {
 	whyRefuse := "only a quarantined job can be redriven: redriving a pending or leased job would hand it out " +
 		"twice, and a done one would deliver the order again"
-	whyNote := "the note lands in the audit record: only a ticket-like identifier is allowed, so raw error text " +
-		"or personal data never gets there by accident"
 	whyConflict := "two different orders under one id would make the id useless as evidence: the second is refused " +
 		"(exit 7) whatever state the first is in, and no field of the first changes"
 	h.Clause("§2.redrive.refused", "§2.enqueue.conflict", "§3.stdout.refusal", "§6.nothing-written", "§2.time.untouched")
@@ -84,9 +107,13 @@ func redriveStory(h *harness.Harness) {
 			Call: harness.Call{Verb: "enqueue", Now: t0 + 2, Args: []string{"--id", id, "--qty", "8"}}, Code: 7, Why: whyConflict})
 	}
 	h.ExpectRefusedInTurn(rs, before)
+}
 
+// refuseNotesAndUnknownIDs: a note that is not ticket-like is refused, and
+// so is an unknown id, by investigate and by show.
+func refuseNotesAndUnknownIDs(h *harness.Harness, before map[string]harness.Shown) {
 	h.Clause("§1.note", "§2.investigate.unknown", "§3.show.unknown", "§1.invalid", "§3.stdout.refusal", "§6.nothing-written")
-	rs = nil
+	var rs []harness.Refusal
 	for _, note := range []string{"needs a look", "TICKET-\u00fc", "TICKET\t42", "-x42", strings.Repeat("x", 65)} {
 		rs = append(rs, harness.Refusal{What: fmt.Sprintf("r-dead and note %q", note),
 			Call: harness.Call{Verb: "redrive", Now: t0 + 2, Args: []string{"--id", "r-dead", "--note=" + note}}, Code: 3, Why: whyNote})
@@ -100,8 +127,11 @@ func redriveStory(h *harness.Harness) {
 			Code: 8, Why: "not found is exit 8 (CONTRACT §6), so a script can tell a missing job from a broken queue"},
 	)
 	h.ExpectRefused(rs, before)
+}
 
-	// Duplicates of a job in every state: accepted, and nothing changes.
+// duplicatesChangeNothing: duplicates of a job in every state are accepted,
+// and nothing changes.
+func duplicatesChangeNothing(h *harness.Harness, ids []string, before map[string]harness.Shown) {
 	h.Clause("§2.enqueue.dup", "§2.time.untouched", "§3.enqueue.json")
 	var dups []harness.Call
 	// Same id and qty, other budget and window: still a duplicate (only
@@ -120,14 +150,17 @@ func redriveStory(h *harness.Harness) {
 		h.Equal(what+": the answer's job is the job as stored, not the request's values", before[id].Job.Canon, e.Job.Canon,
 			"CONTRACT §3: {\"job\":JOB,\"duplicate\":true} reports the job as it is; the duplicate's --max-attempts 9 and --deadline-ms 123456 changed nothing")
 	}
+}
 
-	// Investigations in every state: recorded, and the job never changes.
+// investigationsChangeNothing: investigations in every state are recorded,
+// and the job never changes.
+func investigationsChangeNothing(h *harness.Harness, ids []string, before map[string]harness.Shown) {
 	h.Clause("§2.investigate.row", "§3.investigate.json")
 	var invs []harness.Call
 	for _, id := range ids {
 		invs = append(invs, harness.Call{Verb: "investigate", Now: t0 + 3, Args: []string{"--id", id, "--note=" + invNote(id)}})
 	}
-	runs = h.CallsInTurn(invs)
+	runs := h.CallsInTurn(invs)
 	for i, id := range ids {
 		what := fmt.Sprintf("investigate %s (%s)", id, stateReason(before[id].Job))
 		h.ExpectExit(what, 0, runs[i], "a person may look at a job in any state")
@@ -145,9 +178,12 @@ func redriveStory(h *harness.Harness) {
 			"looking is not fixing: investigate adds its row and never changes the job (CONTRACT §2) — not its state, "+
 				"not its lease, not updated_at — so a dead job stays quarantined and a leased one stays its holder's")
 	}
+}
 
-	// The audit row and the state change are one transaction: make the change
-	// fail after the audit row may have been written, and look for the row.
+// failedRedriveLeavesNoRow: the audit row and the state change are one
+// transaction: make the change fail after the audit row may have been
+// written, and look for the row.
+func failedRedriveLeavesNoRow(h *harness.Harness, before map[string]harness.Shown) {
 	h.Clause("§2.file.jobs-table") // the trap is a trigger on the table jobs, keyed by id
 	trap := h.TrapUpdates("r-dead")
 	h.Clause("§2.redrive.atomic")
@@ -161,24 +197,23 @@ func redriveStory(h *harness.Harness) {
 		before["r-dead"].Job.Canon+" redrives=0", fmt.Sprintf("%s redrives=%d", s.Job.Canon, len(s.Redrives)),
 		"the audit row and the state change commit together or not at all: an audit row for a redrive that did "+
 			"not happen (written in its own transaction, before the change failed) is a false record")
+}
 
-	// The redrive itself, with the longest note allowed: the other side of the
-	// 65-byte refusal above.
+// redriveDeadJob: the redrive itself, at at, with the longest note allowed
+// (the other side of the 65-byte refusal above), and the job it leaves.
+func redriveDeadJob(h *harness.Harness, dead harness.Job, at int64) harness.Redriven {
 	h.Clause("§1.note", "§2.redrive.reset", "§2.state.reason", "§3.redrive.json")
-	at := int64(t0 + 5000)
-	dead := before["r-dead"].Job
-	note := "TICKET-42/" + strings.Repeat("9", 54)
-	rd := h.Redrive("r-dead", note, at)
+	rd := h.Redrive("r-dead", longestNote, at)
 	h.ExpectExit("redrive of the dead job r-dead, with a note of 64 bytes", 0, rd.Run,
 		"a person looked at it and allowed it to run again; 64 bytes is the longest note the contract allows")
 	j := rd.Job
 	h.Equal("after the redrive: state, reason, attempts, available_at, deadline_at",
-		fmt.Sprintf("pending reason=null attempts=0 available_at=%d deadline_at=%d", at, at+window),
+		fmt.Sprintf("pending reason=null attempts=0 available_at=%d deadline_at=%d", at, at+redriveWindow),
 		fmt.Sprintf("%s reason=%s attempts=%d available_at=%d deadline_at=%d", j.State, harness.Repr(j.Reason), j.Attempts, j.AvailableAt, j.DeadlineAt),
 		"a redrive is a fresh start for the budget: all attempts again, due now, a new deadline from the same window")
 	h.Clause("§2.redrive.reset", "§2.state.keep", "§2.time.created", "§2.time.updated", "§2.state.only-named")
 	wantJ := dead
-	wantJ.State, wantJ.Reason, wantJ.Attempts, wantJ.AvailableAt, wantJ.DeadlineAt, wantJ.UpdatedAt = "pending", nil, 0, at, at+window, at
+	wantJ.State, wantJ.Reason, wantJ.Attempts, wantJ.AvailableAt, wantJ.DeadlineAt, wantJ.UpdatedAt = "pending", nil, 0, at, at+redriveWindow, at
 	h.Equal("after the redrive: every other field as the dead job had it (id, qty, budget, token, window, created_at)",
 		wantJ.Fields(), j.Fields(),
 		"CONTRACT §2: a redrive resets state, reason, attempts, available_at and deadline_at and moves updated_at; no path changes id or qty, and nothing else is redrive's to change")
@@ -190,9 +225,15 @@ func redriveStory(h *harness.Harness) {
 		fmt.Sprintf("created_at=%d updated_at=%d", dead.CreatedAt, at),
 		fmt.Sprintf("created_at=%d updated_at=%d", j.CreatedAt, j.UpdatedAt),
 		"CONTRACT §2: created_at is the now of the enqueue, whatever happens later; updated_at is the now of the latest operation that changed the job, and a redrive changes it")
+	return rd
+}
+
+// judgeRedriveAudit checks the redrive's audit row, in its answer and in
+// show, and returns the job as show has it.
+func judgeRedriveAudit(h *harness.Harness, dead harness.Job, rd harness.Redriven, at int64) harness.Shown {
 	h.Clause("§2.redrive.audit", "§3.redrive.json", "§3.json.redrive", "§3.show.json")
-	s = h.MustShow("r-dead")
-	want := harness.Redrive{JobID: "r-dead", PrevToken: dead.Token, PrevReason: "permanent", AtMs: at, Note: note}
+	s := h.MustShow("r-dead")
+	want := harness.Redrive{JobID: "r-dead", PrevToken: dead.Token, PrevReason: "permanent", AtMs: at, Note: longestNote}
 	h.Equal("the redrive's answer carries the audit row", fmt.Sprintf("%+v", want), fmt.Sprintf("%+v", rd.Redrive),
 		"the operator sees at once what was recorded (CONTRACT §3: {\"job\":JOB,\"redrive\":REDRIVE})")
 	got := "none"
@@ -203,8 +244,12 @@ func redriveStory(h *harness.Harness) {
 		"the audit row and the state change are one transaction: a redrive nobody can trace back is a quiet rewrite of history")
 	h.Equal("show agrees: r-dead is pending with the same token", "pending token="+fmt.Sprint(dead.Token),
 		fmt.Sprintf("%s token=%d", s.Job.State, s.Job.Token), "the redrive's answer and the stored row must agree")
+	return s
+}
 
-	// The old holder wakes up; then a new holder claims; then the old one tries again.
+// oldHolderIsFenced: the old holder wakes up; then a new holder claims;
+// then the old one tries again.
+func oldHolderIsFenced(h *harness.Harness, dead harness.Job, s harness.Shown, at int64) {
 	h.Clause("§2.redrive.token", "§2.finish.fence", "§2.finish.not-applied", "§2.claim.grant")
 	stale := h.Finish("r-dead", dead.Token, "ok", at+1)
 	h.ExpectNotApplied("the pre-quarantine holder finishes with its old token 1 after the redrive", stale, s.Job,

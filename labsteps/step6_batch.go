@@ -42,31 +42,49 @@ func batchDelivery(h *harness.Harness) {
 		{"w-404", harness.Answer{Status: 404, Body: refusal("unknown")}, 404, "false", "permanent", "dead(permanent)"},
 		{"v-302", harness.Answer{Status: 302, Redirect: true}, 302, "null", "", leftLeased},
 	}
-	const late = "a-late" // due after the five: not in a batch of five
 	for i, c := range cases {
 		h.MustEnqueue(c.id, 7, t0+int64(i))
 		fake.On(c.id, c.answer)
 	}
-	h.MustEnqueue(late, 7, t0+int64(len(cases)))
-	fake.On(late, harness.Answer{Status: 200, Body: `{"ack":true}`})
-	const now, lease = t0 + 10, 30000
-	run := h.RunSender("S", harness.SenderOpts{URL: fake.URL, Now: now, LeaseMs: lease, Batch: fmt.Sprint(len(cases))})
+	h.MustEnqueue(batchLate, 7, t0+int64(len(cases)))
+	fake.On(batchLate, harness.Answer{Status: 200, Body: `{"ack":true}`})
+	run := h.RunSender("S", harness.SenderOpts{URL: fake.URL, Now: batchNow, LeaseMs: batchLease, Batch: fmt.Sprint(len(cases))})
 	if run.Code == 2 && len(run.Lines) == 0 && len(fake.Requests()) == 0 {
 		h.Narrate("· sender refuses --batch (exit 2, nothing printed or sent): this implementation does not offer batched delivery; not graded (CONTRACT §4, opt-in)")
 		return
 	}
-	ids := []string{late}
+	ids := []string{batchLate}
 	for _, c := range cases {
 		ids = append(ids, c.id)
 	}
 	after := h.ShowAll(ids...)
 
+	judgeBatchClaim(h, cases, run, after)
+	judgeBatchDelivered(h, fake, cases, ids, after)
+	judgeBatchEvents(h, cases, run, after)
+	judgeBatchFlag(h, fake)
+	judgeBatchExit(h, run)
+	batchCrashSwitch(h, fake)
+	batchLeaseRunsOut(h, fake)
+}
+
+// The batch of part t: the clock its runs hold, their lease, and the job
+// due after the five a batch of five grants.
+const (
+	batchNow   = t0 + 10
+	batchLease = 30000
+	batchLate  = "a-late"
+)
+
+// judgeBatchClaim checks the grant: the five due first, each as a claim of
+// its own, and not the sixth.
+func judgeBatchClaim(h *harness.Harness, cases []batchCase, run harness.SenderRun, after map[string]harness.Shown) {
 	h.Clause("§4.batch.claim")
 	whyClaim := "CONTRACT §4 (batched delivery): one claim grants up to N jobs, each exactly as a claim of its own: the first claimable " +
 		"by available_at then id, token + 1, attempt + 1, its own lease_until = now + lease"
 	var wantClaimed, gotClaimed []string
 	for _, c := range cases {
-		wantClaimed = append(wantClaimed, fmt.Sprintf("%s qty=7 token=1 attempt=1 lease_until=%d", c.id, now+lease))
+		wantClaimed = append(wantClaimed, fmt.Sprintf("%s qty=7 token=1 attempt=1 lease_until=%d", c.id, batchNow+batchLease))
 	}
 	for _, l := range run.Lines {
 		if l.Str("event") == "claimed" {
@@ -74,10 +92,14 @@ func batchDelivery(h *harness.Harness) {
 		}
 	}
 	h.Equal("sender run-once --batch 5: the claimed events, in the order granted", strings.Join(wantClaimed, "; "), strings.Join(gotClaimed, "; "), whyClaim)
-	lj := after[late].Job
-	h.Equal(late+" (due after the five) is not granted: pending, token 0", "pending token=0",
+	lj := after[batchLate].Job
+	h.Equal(batchLate+" (due after the five) is not granted: pending, token 0", "pending token=0",
 		fmt.Sprintf("%s token=%d", stateReason(lj), lj.Token), whyClaim+"; a batch of 5 grants 5")
+}
 
+// judgeBatchDelivered checks that each granted job was POSTed once and
+// decided as in run-once, the undecided ones left leased.
+func judgeBatchDelivered(h *harness.Harness, fake *harness.FakeReceiver, cases []batchCase, ids []string, after map[string]harness.Shown) {
 	h.Clause("§4.batch.deliver", "§4.batch.finish")
 	whyDeliver := "CONTRACT §4 (batched delivery): each granted job is POSTed once and classified as in run-once; a BadAck or an " +
 		"unexpected answer leaves its job leased, and the batch's other jobs are delivered and decided all the same"
@@ -92,7 +114,7 @@ func batchDelivery(h *harness.Harness) {
 	}
 	slices.Sort(wantPosts)
 	slices.Sort(gotPosts)
-	h.Equal("what the receiver got: one POST per granted job, none for "+late, strings.Join(wantPosts, "; "), strings.Join(gotPosts, "; "), whyDeliver)
+	h.Equal("what the receiver got: one POST per granted job, none for "+batchLate, strings.Join(wantPosts, "; "), strings.Join(gotPosts, "; "), whyDeliver)
 	var wantStates, gotStates []string
 	for _, c := range cases {
 		want := c.state
@@ -108,7 +130,11 @@ func batchDelivery(h *harness.Harness) {
 		gotStates = append(gotStates, c.id+" "+got)
 	}
 	h.Equal("the batch's jobs after", strings.Join(wantStates, ", "), strings.Join(gotStates, ", "), whyDeliver)
+}
 
+// judgeBatchEvents checks the events: their kinds in order, the responses
+// in any order, the finished in claim order.
+func judgeBatchEvents(h *harness.Harness, cases []batchCase, run harness.SenderRun, after map[string]harness.Shown) {
 	h.Clause("§4.batch.events")
 	var wantKinds []string
 	wantKinds = append(wantKinds, "claiming")
@@ -148,25 +174,36 @@ func batchDelivery(h *harness.Harness) {
 	h.Equal("sender run-once --batch 5: the response events (in any order)", strings.Join(wantResp, "; "), strings.Join(gotResp, "; "),
 		"CONTRACT §4 (batched delivery): each line has the members of the single-job event: status and ack as the receiver sent them")
 	h.Equal("sender run-once --batch 5: the finished events, in claim order", strings.Join(wantFin, "; "), strings.Join(gotFin, "; "), whyEvents)
+}
 
+// judgeBatchFlag runs --batch 0 and 1001: each out of range, nothing
+// claimed or sent although a job is due.
+func judgeBatchFlag(h *harness.Harness, fake *harness.FakeReceiver) {
 	h.Clause("§4.batch.flag")
 	for _, n := range []string{"0", "1001"} {
-		r := h.RunSender("S", harness.SenderOpts{URL: fake.URL, Now: now, LeaseMs: lease, Batch: n})
-		lj := h.MustShow(late).Job
+		r := h.RunSender("S", harness.SenderOpts{URL: fake.URL, Now: batchNow, LeaseMs: batchLease, Batch: n})
+		lj := h.MustShow(batchLate).Job
 		h.Check("sender run-once --batch "+n+": exit 3, nothing claimed or sent",
-			r.Code == 3 && r.Signal == "" && lj.State == "pending" && lj.Token == 0 && len(fake.RequestsFor(late)) == 0,
-			"exit 3; "+late+" pending token=0, no request",
-			fmt.Sprintf("%s; events: %s; %s %s token=%d, %d request(s)", r.Exit(), r.Events(), late, stateReason(lj), lj.Token, len(fake.RequestsFor(late))),
+			r.Code == 3 && r.Signal == "" && lj.State == "pending" && lj.Token == 0 && len(fake.RequestsFor(batchLate)) == 0,
+			"exit 3; "+batchLate+" pending token=0, no request",
+			fmt.Sprintf("%s; events: %s; %s %s token=%d, %d request(s)", r.Exit(), r.Events(), batchLate, stateReason(lj), lj.Token, len(fake.RequestsFor(batchLate))),
 			"CONTRACT §4 (batched delivery): --batch is 1 to 1000; outside the range exit 3, with nothing claimed or sent")
 	}
+}
 
+// judgeBatchExit checks the batch's exit code: the first undecided job's in
+// claim order.
+func judgeBatchExit(h *harness.Harness, run harness.SenderRun) {
 	h.Clause("§4.batch.exit")
 	h.Check("sender run-once --batch 5: exit code", run.Code == 20 && run.Signal == "", "exit 20",
 		fmt.Sprintf("%s; events: %s", run.Exit(), run.Events()),
 		"CONTRACT §4 (batched delivery): when a job was BadAck or unexpected, the sender exits with the code of the first such job in "+
 			"claim order after the finish transaction: x-badack's 20, granted before v-302's 21")
+}
 
-	// The crash switch, on a queue of its own: two due jobs, a batch of two.
+// batchCrashSwitch: the crash switch, on a queue of its own: two due jobs,
+// a batch of two, and the sender gone after the first response.
+func batchCrashSwitch(h *harness.Harness, fake *harness.FakeReceiver) {
 	h.Section("t: --batch 2 --exit-after-receipt 42")
 	h.Clause("§3.init.json")
 	h.UseQueue("queue-t2.db")
@@ -176,7 +213,7 @@ func batchDelivery(h *harness.Harness) {
 		fake.On(id, harness.Answer{Status: 200, Body: `{"ack":true}`})
 	}
 	h.Clause("§4.batch.crash-switch")
-	crash := h.RunSender("S", harness.SenderOpts{URL: fake.URL, Now: now, LeaseMs: lease, Batch: "2", ExitAfterReceipt: 42})
+	crash := h.RunSender("S", harness.SenderOpts{URL: fake.URL, Now: batchNow, LeaseMs: batchLease, Batch: "2", ExitAfterReceipt: 42})
 	c1, c2 := h.MustShow("c-1").Job, h.MustShow("c-2").Job
 	whyCrash := "CONTRACT §4 (batched delivery): --exit-after-receipt fires after the batch's first response: no finish runs, " +
 		"and every job of the batch stays leased"
@@ -184,8 +221,6 @@ func batchDelivery(h *harness.Harness) {
 		"exit 42; claiming claimed claimed response; requests c-1=1 c-2=0; c-1 leased token=1, c-2 leased token=1",
 		fmt.Sprintf("%s; %s; requests c-1=%d c-2=%d; c-1 %s token=%d, c-2 %s token=%d", harness.ExitText(crash.Code, crash.Signal), crash.Events(),
 			len(fake.RequestsFor("c-1")), len(fake.RequestsFor("c-2")), stateReason(c1), c1.Token, stateReason(c2), c2.Token), whyCrash)
-
-	batchLeaseRunsOut(h, fake)
 }
 
 // batchLeaseRunsOut: S's batch of two is granted together under token 1
@@ -194,7 +229,7 @@ func batchDelivery(h *harness.Harness) {
 // then fence each job by its own token: b-2's finish applies, b-1's does not
 // (CONTRACT §4, batched delivery: every guarantee holds per job).
 func batchLeaseRunsOut(h *harness.Harness, fake *harness.FakeReceiver) {
-	const now, lease = t0 + 10, 30000
+	const now, lease = batchNow, batchLease
 	h.Section("t: --batch 2, a lease runs out mid-batch")
 	h.Clause("§3.init.json")
 	h.UseQueue("queue-t3.db")
