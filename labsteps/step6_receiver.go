@@ -95,8 +95,21 @@ func judgeOneCopyApplied(h *harness.Harness, rcv *harness.Receiver, answers []ha
 	}
 	applied := loggedSame(rcv.Lines(), "applied")
 	st := rcv.Stock()
-	h.Equal(fmt.Sprintf("%d simultaneous POSTs: stock, orders, requests, applied log lines", copies), fmt.Sprintf("stock=7 orders=1 requests=%d applied=1", copies),
-		fmt.Sprintf("stock=%d orders=%d requests=%d applied=%d", st.Stock, st.Orders, st.Requests["k-same"], applied), whyOnce)
+	// A copy answered 5xx because the file was too busy to write could not
+	// be counted either (seen once in 20 runs of the reference at a load
+	// average of 70 on 2 cores): the count may fall short by those, never
+	// by more.
+	requests, want := st.Requests["k-same"], int64(copies)
+	wantText := fmt.Sprintf("stock=7 orders=1 requests=%d applied=1", copies)
+	if len(busy) > 0 {
+		wantText = fmt.Sprintf("stock=7 orders=1 requests=%d to %d (%d copies answered 5xx) applied=1", copies-len(busy), copies, len(busy))
+		if requests >= int64(copies-len(busy)) && requests <= int64(copies) {
+			want = requests
+		}
+	}
+	got := fmt.Sprintf("stock=%d orders=%d requests=%d applied=%d", st.Stock, st.Orders, requests, applied)
+	h.Check(fmt.Sprintf("%d simultaneous POSTs: stock, orders, requests, applied log lines", copies),
+		st.Stock == 7 && st.Orders == 1 && requests == want && applied == 1, wantText, got, whyOnce)
 }
 
 // loggedSame counts the receiver's request lines for k-same with the given
