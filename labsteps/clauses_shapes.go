@@ -9,12 +9,12 @@ import (
 	"snacklab/labsteps/harness"
 )
 
-// jobKeys are the members of JOB (CONTRACT §3), and unsetKeys those that are
-// null when unset: present, never left out.
+// jobKeys are the members of JOB (CONTRACT §3) and redriveKeys of REDRIVE:
+// the JSON names of the lab's own types for them, so that a member added
+// to the contract is added to the shape checks with its field.
 var (
-	jobKeys = []string{"id", "qty", "state", "reason", "attempts", "max_attempts", "token", "owner",
-		"lease_until", "available_at", "deadline_at", "deadline_window_ms", "created_at", "updated_at"}
-	redriveKeys = []string{"job_id", "prev_token", "prev_reason", "at_ms", "note"}
+	jobKeys     = harness.JSONNames(harness.Job{})
+	redriveKeys = harness.JSONNames(harness.Redrive{})
 )
 
 // shape is one answer's JSON as members: each key and its compact value.

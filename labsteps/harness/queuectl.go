@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/url"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
 
@@ -44,6 +45,20 @@ func (j *Job) UnmarshalJSON(b []byte) error {
 	c, err := json.Marshal(p)
 	j.Canon = string(c)
 	return err
+}
+
+// JSONNames are the JSON member names of a struct's fields, in order
+// (fields the JSON leaves out, "-", are not members).
+func JSONNames(v any) []string {
+	t := reflect.TypeOf(v)
+	var names []string
+	for i := range t.NumField() {
+		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
+		if name != "" && name != "-" {
+			names = append(names, name)
+		}
+	}
+	return names
 }
 
 // Fields is every field of the JOB as the contract names them, in one
