@@ -72,6 +72,19 @@ done
 # 5. The pod bridge.
 if ip link show snackk8s0 >/dev/null 2>&1; then ip link del snackk8s0 && log "bridge snackk8s0 removed"; fi
 
+# 5b. The iptables chains the kubelet made (KUBE-FIREWALL drops packets to
+#     127.0.0.0/8 that do not come from it; the canaries watch for flushes).
+for ipt in iptables ip6tables; do
+	command -v $ipt >/dev/null || continue
+	while $ipt -D INPUT -j KUBE-FIREWALL 2>/dev/null; do :; done
+	while $ipt -D OUTPUT -j KUBE-FIREWALL 2>/dev/null; do :; done
+	for t in filter nat mangle; do
+		for ch in KUBE-FIREWALL KUBE-KUBELET-CANARY; do
+			$ipt -t $t -F $ch 2>/dev/null && $ipt -t $t -X $ch 2>/dev/null || true
+		done
+	done
+done
+
 # 6. The kernel settings the kubelet changed, back to what they were.
 if [[ -f $K/run/sysctl.orig ]]; then
 	while IFS= read -r kv; do sysctl -q -w "$kv" >/dev/null || true; done <"$K/run/sysctl.orig"

@@ -42,7 +42,8 @@ n=${#subs[@]}
 log "cohort $cohort: $n submissions: ${subs[*]}"
 
 # ---- read the manifests (kubectl parses them with the real schema) --------
-objects() { kubectl create --dry-run=client -o json -f "$1" | jq 'if .kind == "List" then .items else [.] end'; }
+# (one JSON object per document, or a List: either way an array)
+objects() { kubectl create --dry-run=client -o json -f "$1" | jq -s 'map(if .kind == "List" then .items[] else . end)'; }
 grade_objs=$(objects "$M/grade.yaml")
 merge_objs=$(objects "$M/merge.yaml")
 vol_objs=$(objects "$M/volumes.yaml")
@@ -213,7 +214,7 @@ normalize() { # file: its bytes with the volatile parts blanked
 files() { (cd "$1" && find . -type d \( -name bin -o -name logs \) -prune -o -type f -print | sed 's,^\./,,' | sort); }
 # A step that timed out on a loaded machine scores 0 whatever the sharding:
 # such submissions, and the cohort tables, are compared for presence only.
-timedout=$( { grep -rl --exclude-dir=bin --exclude-dir=logs TIMEOUT "$out/host" "$merged" 2>/dev/null || true; } | sed -E "s,^($out/host|$merged)/,," | grep / | cut -d/ -f1 | sort -u | xargs)
+timedout=$( { grep -rl --exclude-dir=bin --exclude-dir=logs --exclude=report.html TIMEOUT "$out/host" "$merged" 2>/dev/null || true; } | sed -E "s,^($out/host|$merged)/,," | grep / | cut -d/ -f1 | sort -u | xargs)
 {
 	echo "unsharded ($out/host) vs merged ($merged)"
 	[[ -n $timedout ]] && echo "timed out (presence only, with the cohort tables): $timedout"
@@ -228,10 +229,13 @@ timedout=$( { grep -rl --exclude-dir=bin --exclude-dir=logs TIMEOUT "$out/host" 
 		else
 			differ=$((differ + 1))
 			echo "--- $f differs (volatile parts blanked):"
-			diff <(normalize "$out/host/$f") <(normalize "$merged/$f") | head -20
+			# (into a file, not `| head`: SIGPIPE under pipefail would end the script)
+			diff <(normalize "$out/host/$f") <(normalize "$merged/$f") >"$out/diff.tmp" || true
+			head -20 "$out/diff.tmp"
 		fi
 	done
 	echo "equal after blanking: $same file(s); different: $differ file(s)"
 	echo "timings: image build+import ${build_s}s, grade Job ${grade_s}s ($n pods), merge Job ${merge_s}s, unsharded host ${host_s}s"
 } | tee "$out/compare.txt"
+rm -f "$out/diff.tmp"
 grep -q '^equal after blanking: .*different: 0 file' "$out/compare.txt" && ! grep -q '^[<>]' "$out/compare.txt"

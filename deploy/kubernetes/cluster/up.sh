@@ -23,7 +23,8 @@
 #   into a FROM scratch image, docker save'd and imported with ctr.
 # - The k8s binaries are built from the Go module proxy: k8s.io/kubernetes
 #   with its staging modules replaced by their published v0.X.Y. On this
-#   2-core machine, one core, niced: about 40-60 minutes the first time.
+#   2-core machine, one core, niced: 84 minutes the first time on a machine
+#   loaded by other test runs (load average 20-90); less on a quiet one.
 set -euo pipefail
 
 K=${K8S_DIR:-/tmp/k8s}
@@ -46,7 +47,7 @@ mkdir -p "$K"/{bin,etc/cni/net.d,pki,data,run,logs}
 
 # ---- 1. the Kubernetes binaries (once; the long part) ---------------------
 build_k8s() {
-	log "building Kubernetes $KVER from the Go module proxy (one core, nice 19: expect 40-60 min)"
+	log "building Kubernetes $KVER from the Go module proxy (one core, nice 19: 84 min on a loaded 2-core machine)"
 	local m=$K/src
 	mkdir -p "$m"
 	cd "$m"
@@ -164,6 +165,11 @@ state = "$K/run/containerd"
 [plugins."io.containerd.grpc.v1.cri"]
   sandbox_image = "$PAUSE_IMAGE"
   stream_server_address = "127.0.0.1"
+  # This machine gives root no CAP_SYS_RESOURCE, so the kubelet's
+  # oom_score_adj of -998 for a pod's sandbox fails in runc ("failed to
+  # update /proc/self/oom_score_adj: Permission denied", seen by runc as
+  # "can't get final child's PID from pipe: EOF"): keep it >= containerd's.
+  restrict_oom_score_adj = true
   [plugins."io.containerd.grpc.v1.cri".containerd]
     snapshotter = "overlayfs"
     default_runtime_name = "runc"
