@@ -214,7 +214,7 @@ normalize() { # file: its bytes with the volatile parts blanked
 files() { (cd "$1" && find . -type d \( -name bin -o -name logs \) -prune -o -type f -print | sed 's,^\./,,' | sort); }
 # A step that timed out on a loaded machine scores 0 whatever the sharding:
 # such submissions, and the cohort tables, are compared for presence only.
-timedout=$( { grep -rl --exclude-dir=bin --exclude-dir=logs --exclude=report.html TIMEOUT "$out/host" "$merged" 2>/dev/null || true; } | sed -E "s,^($out/host|$merged)/,," | grep / | cut -d/ -f1 | sort -u | xargs)
+timedout=$( { grep -rl --exclude-dir=bin --exclude-dir=logs --exclude=report.html TIMEOUT "$out/host" "$merged" 2>/dev/null || true; } | sed -E "s,^($out/host|$merged)/,," | { grep / || true; } | cut -d/ -f1 | sort -u | xargs)
 {
 	echo "unsharded ($out/host) vs merged ($merged)"
 	[[ -n $timedout ]] && echo "timed out (presence only, with the cohort tables): $timedout"
