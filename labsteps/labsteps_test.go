@@ -228,18 +228,26 @@ func TestMutantsApply(t *testing.T) {
 	}
 }
 
-// The forced interleaving catches every race-shaped claim every time, and
-// never fails the reference: 30 runs of step 7 each (10 with -short;
-// SNACKLAB_RACE_RUNS=100 for the long form), four at once so the machine is
-// busy, which is when luck would show.
-func TestRaceIsForcedNotLucky(t *testing.T) {
-	runs := 30
-	if testing.Short() {
-		runs = 10
-	}
+// raceRuns is how many times the forced-race tests run their step against
+// each binary: 10 (4 with -short), SNACKLAB_RACE_RUNS=100 for the long
+// form. Ten runs, four at once, are what CI can afford beside the other
+// packages (the race detector makes each step's checks several times
+// slower); the selftest rejects each mutant at its step once more.
+func raceRuns() int {
 	if n, err := strconv.Atoi(os.Getenv("SNACKLAB_RACE_RUNS")); err == nil && n > 0 {
-		runs = n
+		return n
 	}
+	if testing.Short() {
+		return 4
+	}
+	return 10
+}
+
+// The forced interleaving catches every race-shaped claim every time, and
+// never fails the reference: raceRuns runs of step 7 each, four at once so
+// the machine is busy, which is when luck would show.
+func TestRaceIsForcedNotLucky(t *testing.T) {
+	runs := raceRuns()
 	step7, err := labsteps.Select([]string{"7"})
 	if err != nil {
 		t.Fatal(err)

@@ -10,13 +10,10 @@ import (
 )
 
 // The receiver's file lock makes simultaneous POSTs meet a check made outside
-// the inserting transaction every time, and never fails the reference: 20
-// runs of step 6 each, four at once so the machine is busy.
+// the inserting transaction every time, and never fails the reference:
+// raceRuns runs of step 6 each, four at once so the machine is busy.
 func TestConcurrentPostsForcedNotLucky(t *testing.T) {
-	if testing.Short() {
-		t.Skip("40 runs of step 6")
-	}
-	const runs = 20
+	runs := raceRuns()
 	step6, err := labsteps.Select([]string{"6"})
 	if err != nil {
 		t.Fatal(err)

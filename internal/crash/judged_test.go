@@ -3,6 +3,7 @@ package crash_test
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"syscall"
 	"testing"
@@ -12,19 +13,34 @@ import (
 	"snacklab/labsteps/harness"
 )
 
-// TestMain lets this test binary be the lab's judged helpers (lab
-// judged-exec, lab judged-sql), so the judged tests need no lab binary.
-// Each test its own judged uid, and none of the grading containers'
-// (65533 and up): every new world kills every process of its uid.
+// labBin is a lab built for the judged tests' helpers (lab judged-exec,
+// judged-sql, judged-kill). Not this test binary: under -race its SQLite
+// is instrumented, and the power cut's checks through judged-sql took 70
+// times as long (140 s against 2 s) as the lab itself takes.
+var labBin string
+
+// TestMain builds that lab once for the package. Each judged test its own
+// judged uid, and none of the grading containers' (65533 and up): every
+// new world kills every process of its uid.
 func TestMain(m *testing.M) {
-	if ok, err := harness.Helper(os.Args[1:], os.Stdin, os.Stdout); ok {
+	os.Exit(func() int {
+		dir, err := os.MkdirTemp("", "snacklab-crash-test-*")
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
-			os.Exit(127)
+			return 1
 		}
-		os.Exit(0)
-	}
-	os.Exit(m.Run())
+		defer os.RemoveAll(dir)
+		labBin = filepath.Join(dir, "lab")
+		build := exec.Command("go", "build", "-o", labBin, "snacklab/cmd/lab")
+		build.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := build.CombinedOutput(); err != nil {
+			fmt.Fprintf(os.Stderr, "build the lab: %v\n%s", err, out)
+			return 1
+		}
+		// The judged must reach the lab through its temp dir.
+		os.Chmod(dir, 0o755)
+		return m.Run()
+	}())
 }
 
 // TestJudgedEnqueue: with a judged identity every program of the story, the
@@ -41,7 +57,7 @@ func TestJudgedEnqueue(t *testing.T) {
 	for _, d := range []string{filepath.Dir(bin), bin, filepath.Dir(work), work} {
 		os.Chmod(d, 0o755)
 	}
-	j := &harness.Judged{UID: 66200, GID: 66200, Exec: []string{os.Args[0], harness.JudgedExecCommand}}
+	j := &harness.Judged{UID: 66200, GID: 66200, Exec: []string{labBin, harness.JudgedExecCommand}}
 	rep := run(t, crash.Config{Bin: bin, Work: work, Keep: true, Programs: []string{"enqueue"}, Seed: 3, Kills: 10, Judged: j})
 	if !rep.OK || len(rep.Points) < 5 {
 		t.Fatalf("the reference as the judged: ok %v, %d crash points, violations %v, programs %+v; want ok and at least 5 points",
@@ -80,7 +96,7 @@ func TestJudgedPowerCutEnqueue(t *testing.T) {
 	for _, d := range []string{filepath.Dir(bin), bin, filepath.Dir(work), work} {
 		os.Chmod(d, 0o755)
 	}
-	j := &harness.Judged{UID: 66300, GID: 66300, Exec: []string{os.Args[0], harness.JudgedExecCommand}}
+	j := &harness.Judged{UID: 66300, GID: 66300, Exec: []string{labBin, harness.JudgedExecCommand}}
 	rep := powerCut(t, crash.PowerCutConfig{Bin: bin, Work: work, Keep: true, Programs: []string{"enqueue"}, Budget: powercut.Small, Seed: 5, Judged: j})
 	if !rep.OK || rep.Programs[0].Checked < rep.Programs[0].Barriers || rep.Programs[0].Barriers < 7 {
 		t.Fatalf("the reference's enqueue as the judged: ok %v, programs %+v, violations %+v", rep.OK, rep.Programs, rep.Violations)

@@ -302,7 +302,7 @@ func TestGradeCohort(t *testing.T) {
 			for _, want := range tc.detail {
 				text := strings.ReplaceAll(string(b), `\"`, `"`)
 				if !slices.ContainsFunc(strings.Split(want, "|"), func(w string) bool { return strings.Contains(text, w) }) {
-					t.Errorf("results.json lacks %q", want)
+					t.Errorf("results.json lacks %q:\n%s", want, clipText(text))
 				}
 			}
 			x, err := os.ReadFile(filepath.Join(out, tc.name, "junit.xml"))
