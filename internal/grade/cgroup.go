@@ -166,6 +166,30 @@ func comm(pid int) string {
 	return string(bytes.TrimSpace(b))
 }
 
+// oomKills is how many of the step's processes the kernel killed for
+// reaching the memory limit: memory.events (v2) or memory.oom_control (v1)
+// say "oom_kill N". 0 when neither can be read.
+func (s *stepCgroup) oomKills() int {
+	if s == nil {
+		return 0
+	}
+	for _, d := range s.dirs {
+		for _, f := range []string{"memory.events", "memory.oom_control"} {
+			b, err := os.ReadFile(filepath.Join(d, f))
+			if err != nil {
+				continue
+			}
+			for _, l := range strings.Split(string(b), "\n") {
+				if v, ok := strings.CutPrefix(l, "oom_kill "); ok {
+					n, _ := strconv.Atoi(strings.TrimSpace(v))
+					return n
+				}
+			}
+		}
+	}
+	return 0
+}
+
 // remove kills what is left and removes the step's cgroup.
 func (s *stepCgroup) remove() {
 	if s == nil {

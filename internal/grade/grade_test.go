@@ -238,9 +238,10 @@ func TestGradeCohort(t *testing.T) {
 		// holding server answers the race), so it passes there too.
 		// Its receiver's help exits 3: step 1e fails.
 		{"hostile-2", "3457", 50, []string{"listening on"}},
-		// Stopped by the grader's memory bound, or, on a machine too busy to
-		// fill it in time, by a wait that ran out: either way it says why.
-		{"printer", "", 0, []string{"printed without end|timed out"}},
+		// Stopped by the harness's memory bound, by the step's cgroup
+		// limit (the kernel's kill), or, on a machine too busy to fill
+		// either in time, by a wait or the step's hard limit: it says why.
+		{"printer", "", 0, []string{"printed without end|printed or allocated without end|timed out|after its time limit"}},
 		{"broken", "", 0, []string{"the build failed", "syntax error"}},
 		{"empty", "", 0, []string{"is neither a Go module"}},
 		{"missing", "", 0, []string{"does not exist"}},
@@ -639,8 +640,18 @@ func TestGraderFaults(t *testing.T) {
 		{"build time limit", module, func(c *grade.Config) { c.BuildTimeout = time.Millisecond }, "the build failed: go build did not finish within 1ms"},
 		{"worker dies", binDir(t, root, "ok", nil), func(c *grade.Config) { c.Worker = []string{"/bin/sh", "-c", "echo worker fell over >&2; exit 7", "sh"} },
 			"the grader's step worker ended without a result (exit status 7): worker fell over"},
+		// A worker that joins its step's cgroup (as the real one does) and
+		// then holds 300 MB: the kernel kills it at the 64 MiB limit.
+		{"step memory limit", binDir(t, root, "ok2", nil), func(c *grade.Config) {
+			c.StepMemory = 64 << 20
+			c.Worker = []string{"/bin/sh", "-c", `for a; do [ "$prev" = -cgroup ] && for f in $(echo "$a" | tr , ' '); do echo $$ > "$f"; done; prev=$a; done
+x=$(head -c 300000000 /dev/zero | tr '\0' a); echo survived >&2; exit 7`, "sh"}
+		}, "reached the step's memory limit of 64 MiB and the kernel killed them"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			if tc.name == "step memory limit" && os.Geteuid() != 0 {
+				t.Skip("the step's cgroup needs root")
+			}
 			cfg := config(t, filepath.Join(root, "out-"+strings.ReplaceAll(tc.name, " ", "-")))
 			cfg.Points = grade.Points{1: 100}
 			tc.tweak(&cfg)

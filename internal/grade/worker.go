@@ -371,6 +371,9 @@ func (g *grader) runIsolated(ctx context.Context, bin string, s labsteps.Step, w
 	switch {
 	case ctx.Err() != nil:
 		r.Problem = "grading was interrupted"
+	case cg.oomKills() > 0:
+		r.Problem = fmt.Sprintf("the grader stopped this step: its processes together reached the step's memory limit of %d MiB and the kernel killed them; a process printed or allocated without end",
+			g.cfg.StepMemory>>20)
 	case errors.Is(hctx.Err(), context.DeadlineExceeded):
 		r.Problem = fmt.Sprintf("the grader stopped this step: it was still running %v after its time limit of %v; every process it started was killed",
 			hardGrace, g.cfg.StepTimeout)
