@@ -7,13 +7,11 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
 	"time"
 
-	"snacklab/containers"
 	"snacklab/internal/cliflag"
 	"snacklab/internal/grade"
 	"snacklab/internal/isolate"
@@ -55,14 +53,6 @@ SUBMISSION missing or not a submission (the others are still graded and it is
 recorded with 0 points); 1 the grader itself failed or was interrupted.
 
 flags:
-`
-
-const mergeUsage = `usage: lab merge --out DIR SHARDDIR...
-
-Joins the output directories of ` + "`lab grade --shard i/n`" + ` runs of one cohort:
-copies every submission's results into DIR and rebuilds grades.csv, grades.md
-and grades.html from their results.json files. Refuses shards of different
-cohorts, overlapping shards and missing shards.
 `
 
 type gradeOptions struct {
@@ -125,39 +115,9 @@ func runGrade(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if len(paths) == 0 {
 		return usageErr{"grade: no submissions. Try: lab grade --out grades cohort/*"}
 	}
-	cfg := grade.Config{Out: o.out, Runs: o.runs, Jobs: o.jobs, Parallel: o.parallel, StepTimeout: o.timeout,
-		BuildTimeout: o.buildTimeout, GoCache: o.gocache, Log: stdout, Tables: o.tables}
-	switch {
-	case o.runs < 1:
-		return usageErr{"grade: -n must be at least 1. Try: lab grade -n 5 …"}
-	case o.jobs < 1:
-		return usageErr{"grade: --jobs must be at least 1"}
-	case o.timeout <= 0 || o.buildTimeout <= 0:
-		return usageErr{"grade: time limits must be positive"}
-	}
-	if o.points != "" {
-		if cfg.Points, cfg.Scheme, err = grade.ParseScheme(o.points); err != nil {
-			return usageErr{"grade: " + err.Error()}
-		}
-	}
-	if o.visibility != "" {
-		if err := grade.ParseVisibility(o.visibility, &cfg.Scheme); err != nil {
-			return usageErr{"grade: " + err.Error()}
-		}
-	}
-	switch {
-	case o.shard == "auto":
-		var from string
-		if cfg.Shard, from, err = grade.AutoShard(o.shards, os.Getenv); err != nil {
-			return usageErr{"grade: --shard auto: " + strings.TrimPrefix(err.Error(), "--shard auto: ") + ". Try: lab grade --shard auto --shards 4 …"}
-		}
-		fmt.Fprintf(stdout, "lab grade: %s\n", from)
-	case o.shards != 0:
-		return usageErr{"grade: --shards goes with --shard auto (--shard i/n already gives n)"}
-	case o.shard != "":
-		if cfg.Shard, err = grade.ParseShard(o.shard); err != nil {
-			return usageErr{"grade: " + err.Error()}
-		}
+	cfg, err := gradeConfig(o, stdout)
+	if err != nil {
+		return err
 	}
 	if paths, err = grade.ExpandCohort(paths); err != nil {
 		return usageErr{"grade: " + err.Error()}
@@ -173,34 +133,106 @@ func runGrade(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	cfg.Worker = []string{exe, "grade"}
 	cfg.Lab = exe
+	closeBoundary, err := setBoundary(ctx, &cfg, exe, o, stdout)
+	if err != nil {
+		return err
+	}
+	defer closeBoundary()
+
+	announceGrade(stdout, stderr, cfg, o, paths)
+	rep, err := grade.Grade(ctx, cfg, paths)
+	if err != nil {
+		return fmt.Errorf("grade: %w", err)
+	}
+	printCohort(stdout, rep, o.out)
+	if n := len(rep.Invalid); n > 0 {
+		var names []string
+		for _, s := range rep.Invalid {
+			names = append(names, grade.Clean(s.Path))
+		}
+		return usageErr{fmt.Sprintf("grade: %d submission(s) not graded, recorded with 0 points: %s", n, strings.Join(names, ", "))}
+	}
+	return nil
+}
+
+// gradeConfig checks the flags of lab grade and makes the grading's
+// configuration of them: limits, points and visibility, and the shard
+// (--shard auto says on stdout where it found it).
+func gradeConfig(o gradeOptions, stdout io.Writer) (grade.Config, error) {
+	cfg := grade.Config{Out: o.out, Runs: o.runs, Jobs: o.jobs, Parallel: o.parallel, StepTimeout: o.timeout,
+		BuildTimeout: o.buildTimeout, GoCache: o.gocache, Log: stdout, Tables: o.tables}
+	switch {
+	case o.runs < 1:
+		return cfg, usageErr{"grade: -n must be at least 1. Try: lab grade -n 5 …"}
+	case o.jobs < 1:
+		return cfg, usageErr{"grade: --jobs must be at least 1"}
+	case o.timeout <= 0 || o.buildTimeout <= 0:
+		return cfg, usageErr{"grade: time limits must be positive"}
+	}
+	var err error
+	if o.points != "" {
+		if cfg.Points, cfg.Scheme, err = grade.ParseScheme(o.points); err != nil {
+			return cfg, usageErr{"grade: " + err.Error()}
+		}
+	}
+	if o.visibility != "" {
+		if err := grade.ParseVisibility(o.visibility, &cfg.Scheme); err != nil {
+			return cfg, usageErr{"grade: " + err.Error()}
+		}
+	}
+	switch {
+	case o.shard == "auto":
+		var from string
+		if cfg.Shard, from, err = grade.AutoShard(o.shards, os.Getenv); err != nil {
+			return cfg, usageErr{"grade: --shard auto: " + strings.TrimPrefix(err.Error(), "--shard auto: ") + ". Try: lab grade --shard auto --shards 4 …"}
+		}
+		fmt.Fprintf(stdout, "lab grade: %s\n", from)
+	case o.shards != 0:
+		return cfg, usageErr{"grade: --shards goes with --shard auto (--shard i/n already gives n)"}
+	case o.shard != "":
+		if cfg.Shard, err = grade.ParseShard(o.shard); err != nil {
+			return cfg, usageErr{"grade: " + err.Error()}
+		}
+	}
+	return cfg, nil
+}
+
+// setBoundary sets cfg.Boundary as --trusted and --isolate say: none,
+// the pod's, or Docker's (the default), exe being this lab. The caller
+// calls closeBoundary when grading is over.
+func setBoundary(ctx context.Context, cfg *grade.Config, exe string, o gradeOptions, stdout io.Writer) (closeBoundary func(), err error) {
 	switch {
 	case o.trusted && o.isolate == "pod":
-		return usageErr{"grade: --trusted and --isolate pod: choose one (--isolate pod separates the judge from the judged inside a pod; --trusted does not)"}
+		return nil, usageErr{"grade: --trusted and --isolate pod: choose one (--isolate pod separates the judge from the judged inside a pod; --trusted does not)"}
 	case o.trusted:
+		return func() {}, nil
 	case o.isolate == "pod":
 		b, closeEngine, err := podBoundary(ctx, exe, o, stdout)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		defer closeEngine()
 		cfg.Boundary = b
+		return closeEngine, nil
 	case o.isolate != "docker":
-		return usageErr{fmt.Sprintf("grade: --isolate %q: want docker (the default) or pod; for code you trust, --trusted", o.isolate)}
+		return nil, usageErr{fmt.Sprintf("grade: --isolate %q: want docker (the default) or pod; for code you trust, --trusted", o.isolate)}
 	case o.memory < 32 || o.pids < 16 || o.cpus < 0.01 || o.wall < 0 || o.buildMemory < 256:
-		return usageErr{"grade: --memory is at least 32 (MiB), --pids 16, --cpus 0.01, --build-memory 256 (MiB), --wall >= 0"}
-	default:
-		steps := 8
-		if cfg.Points != nil {
-			steps = len(cfg.Points.Steps())
-		}
-		b, closeEngine, err := isolatedBoundary(ctx, exe, o, steps, stdout)
-		if err != nil {
-			return err
-		}
-		defer closeEngine()
-		cfg.Boundary = b
+		return nil, usageErr{"grade: --memory is at least 32 (MiB), --pids 16, --cpus 0.01, --build-memory 256 (MiB), --wall >= 0"}
 	}
+	steps := 8
+	if cfg.Points != nil {
+		steps = len(cfg.Points.Steps())
+	}
+	b, closeEngine, err := isolatedBoundary(ctx, exe, o, steps, stdout)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Boundary = b
+	return closeEngine, nil
+}
 
+// announceGrade says what is about to be graded, how and against what, and
+// names on stderr each of this shard's paths that is not a submission.
+func announceGrade(stdout, stderr io.Writer, cfg grade.Config, o gradeOptions, paths []string) {
 	cohort := grade.Discover(paths)
 	mine := cfg.Shard.Take(cohort)
 	scope := ""
@@ -222,19 +254,6 @@ func runGrade(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			fmt.Fprintf(stderr, "lab grade: %s %v\n", grade.Clean(s.Path), s.Err)
 		}
 	}
-	rep, err := grade.Grade(ctx, cfg, paths)
-	if err != nil {
-		return fmt.Errorf("grade: %w", err)
-	}
-	printCohort(stdout, rep, o.out)
-	if n := len(rep.Invalid); n > 0 {
-		var names []string
-		for _, s := range rep.Invalid {
-			names = append(names, grade.Clean(s.Path))
-		}
-		return usageErr{fmt.Sprintf("grade: %d submission(s) not graded, recorded with 0 points: %s", n, strings.Join(names, ", "))}
-	}
-	return nil
 }
 
 // printCohort ends a grading run with the cohort's verdict.
@@ -261,146 +280,4 @@ func printCohort(w io.Writer, rep *grade.Report, out string) {
 	fmt.Fprintf(w, "graded %d submission(s) in %.1fs (%.1f per minute): mean %.1f of %g, %d full marks, %d not graded\n",
 		n, rep.Took.Seconds(), rate, mean, maxScore, full, notGraded)
 	fmt.Fprintf(w, "reports: %s\n", filepath.Join(out, "grades.{csv,md,html}"))
-}
-
-// runMerge joins the results of shards.
-func runMerge(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("lab merge", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	out := fs.String("out", "", "output `dir`")
-	dirs, err := parseInterleaved(fs, args)
-	if errors.Is(err, flag.ErrHelp) {
-		fmt.Fprint(stdout, mergeUsage)
-		return nil
-	}
-	if err != nil {
-		return usageErr{fmt.Sprintf("merge: %v. Try: lab merge --out DIR SHARDDIR...", err)}
-	}
-	if *out == "" || len(dirs) == 0 {
-		return usageErr{"merge: want --out DIR and at least one SHARDDIR. Try: lab merge --out grades shard-0 shard-1"}
-	}
-	if dirs, err = grade.ExpandCohort(dirs); err != nil { // a pod's args: no shell expands shard-*
-		return usageErr{"merge: " + err.Error()}
-	}
-	rep, err := grade.Merge(*out, dirs)
-	if err != nil {
-		return usageErr{"merge: " + err.Error()}
-	}
-	fmt.Fprintf(stdout, "merged %d shard(s): %d submission(s) → %s\n", rep.Shards, len(rep.Records), filepath.Join(*out, "grades.{csv,md,html}"))
-	return nil
-}
-
-// isolatedBoundary connects to the Docker engine and makes the boundary a
-// cohort is built and graded in. The lab binary put in the grading image
-// must be static: when this one is not (built with cgo, as `go build` does
-// where gcc is present), a static copy is built from the module in the
-// current directory, or the error says the exact command.
-func isolatedBoundary(ctx context.Context, exe string, o gradeOptions, steps int, stdout io.Writer) (*grade.Boundary, func(), error) {
-	lab, cleanup, err := staticLab(ctx, exe, stdout)
-	if err != nil {
-		return nil, nil, err
-	}
-	eng, err := isolate.New(ctx, lab)
-	cleanup()
-	if errors.Is(err, isolate.ErrNoEngine) {
-		return nil, nil, fmt.Errorf("grade: isolating the submissions needs a Docker engine (%w); start one, or, only for code you trust, grade with --trusted", err)
-	}
-	if err != nil {
-		return nil, nil, fmt.Errorf("grade: %w", err)
-	}
-	lim := isolate.Limits{Memory: o.memory << 20, PIDs: o.pids, CPUs: o.cpus, Wall: o.wall}
-	gocache := o.gocache
-	if gocache == "" {
-		if gocache, err = isolate.DefaultGoCache(); err != nil {
-			eng.Close()
-			return nil, nil, err
-		}
-	}
-	wall := o.wall
-	if wall == 0 {
-		par := o.parallel
-		if par <= 0 || par > steps {
-			par = steps
-		}
-		wall = time.Duration((steps+par-1)/par)*o.timeout + isolate.WallGrace
-	}
-	crashLim := isolate.Limits{Memory: lim.Memory, PIDs: lim.PIDs, CPUs: lim.CPUs}
-	b := &grade.Boundary{
-		Mode: fmt.Sprintf("isolated in Docker: built and run in containers with no network, a read-only root, the lab as root with six capabilities and the submission's programs as uid 65533 apart from it; %d MiB, %g CPU, %d pids, %v wall clock per submission",
-			o.memory, o.cpus, o.pids, wall),
-		Build: eng.BuildFunc(gocache, isolate.Limits{Memory: o.buildMemory << 20}),
-		Run:   grade.StepRunner(eng.Runner(lim)),
-		// lab crash in the same containers, with its own wall-clock limit.
-		Crash:    eng.CrashRunner(crashLim),
-		PowerCut: eng.PowerCutRunner(crashLim),
-	}
-	// The reference's dependencies warm the shared build cache first, in a
-	// build container of their own, so no submission's build waits on a
-	// classmate's (a hanging one would hold them all for its limit). Away
-	// from the snacklab module the builds start cold, side by side.
-	if root, err := moduleRoot(""); err == nil {
-		b.Warm = eng.WarmFunc(root, gocache, isolate.Limits{Memory: o.buildMemory << 20}, o.buildTimeout)
-	}
-	return b, func() { eng.Close() }, nil
-}
-
-// podBoundary makes the boundary of --isolate pod: the pod is the
-// boundary someone else made, and inside it the judge and the judged are
-// separated as in a grading container (isolate.NewLocal). Builds run here
-// as the judge (no submission code runs during a build); every
-// submission's steps and crash runs are a lab process of their own whose
-// programs run as other uids.
-func podBoundary(ctx context.Context, exe string, o gradeOptions, stdout io.Writer) (*grade.Boundary, func(), error) {
-	lab, cleanup, err := staticLab(ctx, exe, stdout)
-	if err != nil {
-		return nil, nil, err
-	}
-	eng, err := isolate.NewLocal(ctx, lab)
-	if err != nil {
-		cleanup()
-		return nil, nil, fmt.Errorf("grade: --isolate pod: %w", err)
-	}
-	lim := isolate.Limits{Wall: o.wall}
-	b := &grade.Boundary{
-		Mode: "isolated in a pod: built in the pod, each submission's lab run as root with six capabilities and its programs as other uids (200000 and up) apart from it; the pod's network, file system and limits",
-		Run:  grade.StepRunner(eng.Runner(lim)),
-		// lab crash likewise.
-		Crash:    eng.CrashRunner(isolate.Limits{}),
-		PowerCut: eng.PowerCutRunner(isolate.Limits{}),
-	}
-	return b, func() { eng.Close(); cleanup() }, nil
-}
-
-// staticLab returns a static lab binary: exe itself, or one built into a
-// temporary directory from the snacklab module holding the current
-// directory (moduleRoot), so lab grade run in a subdirectory builds it too.
-func staticLab(ctx context.Context, exe string, stdout io.Writer) (string, func(), error) {
-	nothing := func() {}
-	carries, err := isolate.CarriesMutants(exe)
-	if err != nil {
-		return "", nil, err
-	}
-	if containers.CheckStatic(exe) == nil && !carries {
-		return exe, nothing, nil
-	}
-	// The containers' lab is static and carries no mutants (their search
-	// texts are the reference's lines, and the judged must not read them).
-	const cmd = "CGO_ENABLED=0 go build -tags nomutants -o bin/ ./cmd/lab"
-	root, err := moduleRoot("")
-	if err != nil {
-		return "", nil, fmt.Errorf("grade: %s is dynamically linked or carries the mutants, and the grading containers take a static lab without them: build one with `%s` in the snacklab module (or grade trusted code with --trusted)", exe, cmd)
-	}
-	dir, err := os.MkdirTemp("", "snacklab-lab-*")
-	if err != nil {
-		return "", nil, err
-	}
-	fmt.Fprintf(stdout, "lab grade: building the containers' lab: static, without the mutants (%s)\n", cmd)
-	b := exec.CommandContext(ctx, "go", "build", "-tags", "nomutants", "-o", filepath.Join(dir, "lab"), "./cmd/lab")
-	b.Env = append(os.Environ(), "CGO_ENABLED=0")
-	b.Dir = root
-	if out, err := b.CombinedOutput(); err != nil {
-		os.RemoveAll(dir)
-		return "", nil, fmt.Errorf("grade: building a static lab: %v\n%s\nbuild it yourself with `%s`", err, out, cmd)
-	}
-	return filepath.Join(dir, "lab"), func() { os.RemoveAll(dir) }, nil
 }

@@ -12,17 +12,13 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"path/filepath"
-	"sort"
 	"strings"
 	"syscall"
 	"time"
 
 	"snacklab/internal/cliflag"
 	"snacklab/labsteps"
-	"snacklab/labsteps/fresh"
 	"snacklab/labsteps/harness"
-	"snacklab/labsteps/report"
 	"snacklab/labsteps/result"
 )
 
@@ -186,45 +182,7 @@ func runSteps(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	cfg.Calibration = &cal
 
-	var results []result.Result
-	var took time.Duration
-	var walls []time.Duration
-	failedRuns := 0
-	for i := 0; i < o.repeat; i++ {
-		if ctx.Err() != nil {
-			break
-		}
-		quiet := o.repeat > 1
-		if !quiet {
-			fmt.Fprintf(stdout, "snacklab lab: %d step(s) against %s, graded against %s\n", len(steps), o.bin, result.ContractText)
-		}
-		t0 := time.Now()
-		results = labsteps.RunSteps(ctx, cfg, steps, func(r result.Result) {
-			if quiet && r.Pass {
-				return
-			}
-			fmt.Fprintln(stdout, r.Summary())
-			if d := r.Detail(); d != "" {
-				fmt.Fprint(stdout, indent(d, "      "))
-			} else if r.Dir != "" {
-				fmt.Fprintf(stdout, "      kept: %s (logs, queue files, lab.log)\n", r.Dir)
-			}
-			if o.verbose {
-				fmt.Fprint(stdout, indent(r.Narrative, "    │ "))
-			}
-		})
-		took = time.Since(t0)
-		walls = append(walls, took)
-		n := countFailed(results)
-		if n > 0 {
-			failedRuns++
-		}
-		if quiet {
-			fmt.Fprintf(stdout, "run %d/%d: %d/%d passed in %.3fs%s\n", i+1, o.repeat, len(results)-n, len(results), took.Seconds(), timedOutNote(results))
-		} else {
-			fmt.Fprintf(stdout, "%d/%d steps passed in %.2fs%s\n", len(results)-n, len(results), took.Seconds(), timedOutNote(results))
-		}
-	}
+	results, took, walls, failedRuns := runRepeated(ctx, o, cfg, steps, stdout)
 	if o.repeat > 1 {
 		fmt.Fprintf(stdout, "%d runs, %d with a failed step; wall time median %.3fs, min %.3fs, max %.3fs\n",
 			len(walls), failedRuns, median(walls).Seconds(), minD(walls).Seconds(), maxD(walls).Seconds())
@@ -246,27 +204,54 @@ func runSteps(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	return nil
 }
 
-func writeReports(o options, results []result.Result, took time.Duration) error {
-	write := func(path string, fn func(io.Writer) error) error {
-		if path == "" {
-			return nil
+// runRepeated runs the steps o.repeat times, or until ctx ends, with a
+// line per run. It returns the last run's results and wall time (what the
+// reports describe), every run's wall time, and how many runs had a
+// failed step.
+func runRepeated(ctx context.Context, o options, cfg labsteps.Config, steps []labsteps.Step, stdout io.Writer) (results []result.Result, took time.Duration, walls []time.Duration, failedRuns int) {
+	for i := 0; i < o.repeat; i++ {
+		if ctx.Err() != nil {
+			break
 		}
-		if !isDevice(path) {
-			// A new file renamed over the name: whatever was there is
-			// replaced, never written through.
-			return fresh.Replace(path, 0o644, fn)
+		quiet := o.repeat > 1
+		if !quiet {
+			fmt.Fprintf(stdout, "snacklab lab: %d step(s) against %s, graded against %s\n", len(steps), o.bin, result.ContractText)
 		}
-		return writeDevice(path, fn)
+		t0 := time.Now()
+		results = labsteps.RunSteps(ctx, cfg, steps, stepPrinter(stdout, quiet, o.verbose))
+		took = time.Since(t0)
+		walls = append(walls, took)
+		n := countFailed(results)
+		if n > 0 {
+			failedRuns++
+		}
+		if quiet {
+			fmt.Fprintf(stdout, "run %d/%d: %d/%d passed in %.3fs%s\n", i+1, o.repeat, len(results)-n, len(results), took.Seconds(), timedOutNote(results))
+		} else {
+			fmt.Fprintf(stdout, "%d/%d steps passed in %.2fs%s\n", len(results)-n, len(results), took.Seconds(), timedOutNote(results))
+		}
 	}
-	return errors.Join(
-		write(o.results, func(w io.Writer) error { return report.WriteGradescope(w, results, took) }),
-		write(o.junit, func(w io.Writer) error { return report.WriteJUnit(w, results, took) }),
-		write(o.jsonOut, func(w io.Writer) error { return result.Encode(w, results) }),
-		write(o.html, func(w io.Writer) error {
-			return report.WriteHTML(w, report.HTMLReport{Title: "snacklab lab report", Bin: o.bin, When: time.Now(),
-				Took: took, Results: results})
-		}),
-	)
+	return results, took, walls, failedRuns
+}
+
+// stepPrinter prints each step as it ends: its summary, then why it failed
+// or where its work dir was kept, and with verbose its story. quiet (a
+// repeated run) leaves out the steps that passed.
+func stepPrinter(stdout io.Writer, quiet, verbose bool) func(result.Result) {
+	return func(r result.Result) {
+		if quiet && r.Pass {
+			return
+		}
+		fmt.Fprintln(stdout, r.Summary())
+		if d := r.Detail(); d != "" {
+			fmt.Fprint(stdout, indent(d, "      "))
+		} else if r.Dir != "" {
+			fmt.Fprintf(stdout, "      kept: %s (logs, queue files, lab.log)\n", r.Dir)
+		}
+		if verbose {
+			fmt.Fprint(stdout, indent(r.Narrative, "    │ "))
+		}
+	}
 }
 
 // calibrate measures how long the implementation takes to start and answer,
@@ -310,60 +295,6 @@ func indent(s, prefix string) string {
 	return prefix + strings.ReplaceAll(s, "\n", "\n"+prefix) + "\n"
 }
 
-func median(ds []time.Duration) time.Duration {
-	if len(ds) == 0 {
-		return 0
-	}
-	s := append([]time.Duration(nil), ds...)
-	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
-	return s[len(s)/2]
-}
-
-func minD(ds []time.Duration) time.Duration {
-	m := ds[0]
-	for _, d := range ds {
-		m = min(m, d)
-	}
-	return m
-}
-
-func maxD(ds []time.Duration) time.Duration {
-	m := ds[0]
-	for _, d := range ds {
-		m = max(m, d)
-	}
-	return m
-}
-
-// reportFloor prints the run's wall time beside its floor: what the process
-// starts and commits it needed cost on this machine, measured right now.
-func reportFloor(ctx context.Context, cfg labsteps.Config, results []result.Result, wall time.Duration, runs int, w io.Writer) error {
-	f, err := harness.MeasureFloor(ctx, cfg.Bin, cfg.WorkRoot, results)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(w, "timing: wall %.3fs (median of %d run(s) of the selected steps)\n", wall.Seconds(), runs)
-	fmt.Fprintf(w, "timing: floor = %d process starts × %.2fms + %d commits × %.2fms = %.3fs of serial work, %.3fs over %d cores",
-		f.Procs, ms(f.Start), f.Commits, ms(f.Commit), f.Serial.Seconds(), f.Parallel.Seconds(), f.Cores)
-	if f.Waits > 0 {
-		fmt.Fprintf(w, ", plus %.3fs waiting for the real clock (step 8c's lease)", f.Waits.Seconds())
-	}
-	fmt.Fprintf(w, "\ntiming: (one start and one commit measured just now, median of %d each)\n", f.Samples)
-	if f.Parallel > 0 {
-		fmt.Fprintf(w, "timing: wall / floor = %.1f× the %d-core floor", wall.Seconds()/f.Parallel.Seconds(), f.Cores)
-		if f.Waits > 0 && wall > f.Waits {
-			fmt.Fprintf(w, " (%.1f× without the real-clock wait)", (wall-f.Waits).Seconds()/f.Parallel.Seconds())
-		}
-		fmt.Fprintf(w, ", %.1f× the serial floor\n", wall.Seconds()/f.Serial.Seconds())
-	}
-	if cfg.Calibration != nil {
-		fmt.Fprintf(w, "timing: calibration before the run: %s (took %.3fs)\n", *cfg.Calibration, cfg.Calibration.Took.Seconds())
-	}
-	return nil
-}
-
-func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
-
 // judgedOf is the identity --judged-uid and --judged-gid name, with this
 // lab as the step that drops to it before a traced program (nil: none).
 func judgedOf(o options) (*harness.Judged, error) {
@@ -390,27 +321,4 @@ func judgedIDs(uid, gid int, sub string) (*harness.Judged, error) {
 		return nil, fmt.Errorf("--judged-uid: the lab's own path: %w", err)
 	}
 	return &harness.Judged{UID: uint32(uid), GID: uint32(gid), Exec: []string{self, harness.JudgedExecCommand}}, nil
-}
-
-// writeDevice writes a device or pipe the caller named (a grading container
-// reads the results from /dev/stderr) as it is, never creating it.
-func writeDevice(path string, fn func(io.Writer) error) error {
-	f, err := os.OpenFile(path, os.O_WRONLY, 0)
-	if err != nil {
-		return err
-	}
-	if err := fn(f); err != nil {
-		f.Close()
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return f.Close()
-}
-
-// isDevice: path is under /dev, or names a device or a FIFO.
-func isDevice(path string) bool {
-	if strings.HasPrefix(filepath.Clean(path), "/dev/") {
-		return true
-	}
-	fi, err := os.Lstat(path)
-	return err == nil && fi.Mode()&(os.ModeDevice|os.ModeCharDevice|os.ModeNamedPipe) != 0
 }

@@ -87,3 +87,79 @@ func trimBuildOutput(s string) string {
 	}
 	return s
 }
+
+// firstError is the first line of a build's output that is not a package
+// header ("# snacklab/cmd/queuectl"), else err.
+func firstError(out string, err error) string {
+	for _, l := range strings.Split(out, "\n") {
+		if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "#") {
+			return l
+		}
+	}
+	return err.Error()
+}
+
+// buildModule checks a module's source tree, then builds it inside the
+// boundary, or on this machine in the unisolated mode. failure is the
+// submission's problem, err the grader's.
+func (g *grader) buildModule(ctx context.Context, src, bin string) (out, failure string, err error) {
+	if err := CheckSource(src); err != nil {
+		msg := strings.TrimPrefix(err.Error(), ErrSource.Error()+": ")
+		return msg, "the build was refused: " + msg, nil
+	}
+	warmed, err := g.waitWarm(ctx)
+	if err != nil {
+		return "", "", err
+	}
+	defer warmed()
+	if b := g.cfg.Boundary; b != nil && b.Build != nil {
+		out, failure, err := b.Build(ctx, src, bin, g.cfg.BuildTimeout)
+		if failure != "" {
+			failure = "the build failed: " + firstError(out, errors.New(failure))
+		}
+		return trimBuildOutput(g.student(out, src)), failure, err
+	}
+	out, err = g.build(ctx, src, bin)
+	if ctx.Err() != nil {
+		return "", "", ctx.Err()
+	}
+	if err != nil {
+		return g.student(out, src), "the build failed: " + g.student(firstError(out, err), src), nil
+	}
+	return "", "", nil
+}
+
+// waitWarm returns once the build cache is warm. Isolated, the first
+// caller runs the boundary's trusted warming build and the others wait for
+// it; no submission's build waits for another's. Unisolated (--trusted,
+// code the teacher trusts), the first submission's build warms the cache
+// and the others wait for it, as they share the host's cache and would
+// otherwise compile the same dependencies side by side. The caller calls
+// warmed once its own build is done.
+func (g *grader) waitWarm(ctx context.Context) (warmed func(), err error) {
+	nothing := func() {}
+	b := g.cfg.Boundary
+	if b != nil && b.Warm == nil {
+		return nothing, nil
+	}
+	if g.first.CompareAndSwap(false, true) {
+		if b == nil {
+			return func() { close(g.warm) }, nil
+		}
+		t0 := time.Now()
+		err := b.Warm(ctx)
+		close(g.warm)
+		if err != nil && ctx.Err() == nil {
+			// A cold cache is slower, not wrong: every build still runs
+			// within its own limit.
+			g.logf("warming the build cache failed after %v (the builds start cold): %v\n", time.Since(t0).Round(time.Millisecond), err)
+		}
+		return nothing, ctx.Err()
+	}
+	select {
+	case <-g.warm:
+		return nothing, nil
+	case <-ctx.Done():
+		return nothing, ctx.Err()
+	}
+}

@@ -1,7 +1,6 @@
 package grade
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -72,34 +71,62 @@ func WorkerMain(args []string, stderr io.Writer) int {
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	var notes []string
-	procs := ""
-	if *cgroup != "" {
-		files := strings.Split(*cgroup, ",")
-		if err := joinCgroups(files); err != nil {
-			notes = append(notes, "the step runs without its cgroup: "+err.Error())
-		} else {
-			procs = files[0]
-		}
-	}
-	// sweep kills what the step left: the whole cgroup when there is one,
-	// else the process group and the processes carrying the step's tag.
-	sweep := func() []string {
-		if procs != "" {
-			return append(killGroup(false), killListed(procs, os.Getpid())...)
-		}
-		return append(killGroup(false), killTagged(os.Getenv(tagEnv))...)
-	}
+	w := &stepWorker{timeout: *timeout, work: *work, out: *out, mem: *mem, stderr: stderr}
+	w.joinCgroup(*cgroup)
 	steps, err := labsteps.Select([]string{strconv.Itoa(*step)})
 	if err != nil || len(steps) != 1 || *out == "" || *bin == "" {
 		fmt.Fprintf(stderr, "%s: want -bin, -result and one -step (%v)\n", WorkerArg, err)
 		return 2
 	}
-	s := steps[0]
+	w.step = steps[0]
 	cfg := labsteps.Config{Bin: *bin, WorkRoot: *work, StepTimeout: *timeout, Parallel: 1}
 	done := make(chan result.Result, 1)
-	go func() { done <- labsteps.RunStep(context.Background(), cfg, s) }()
+	go func() { done <- labsteps.RunStep(context.Background(), cfg, w.step) }()
+	return w.watch(done)
+}
 
+// stepWorker is a worker process minding its one step: what it was told,
+// and the notes on what it had to do to the step's processes.
+type stepWorker struct {
+	step    labsteps.Step
+	timeout time.Duration
+	work    string // parent of the step's work dir
+	out     string // the result file
+	mem     int64  // resident bytes past which the step is stopped; 0: no limit
+	procs   string // the cgroup.procs file of the step's cgroup; "": none
+	notes   []string
+	stderr  io.Writer
+}
+
+// joinCgroup joins the cgroups whose cgroup.procs files list names
+// (comma-separated; "" is none). A step that cannot join them still runs,
+// with a note saying so.
+func (w *stepWorker) joinCgroup(list string) {
+	if list == "" {
+		return
+	}
+	files := strings.Split(list, ",")
+	if err := joinCgroups(files); err != nil {
+		w.notes = append(w.notes, "the step runs without its cgroup: "+err.Error())
+	} else {
+		w.procs = files[0]
+	}
+}
+
+// sweep kills what the step left: the whole cgroup when there is one,
+// else the process group and the processes carrying the step's tag.
+func (w *stepWorker) sweep() []string {
+	if w.procs != "" {
+		return append(killGroup(false), killListed(w.procs, os.Getpid())...)
+	}
+	return append(killGroup(false), killTagged(os.Getenv(tagEnv))...)
+}
+
+// watch waits for the step's result on done and writes it, returning the
+// exit code. Meanwhile, every tick, it kills orphans that keep the step's
+// pipes open, sweeps the group once the step is past its time limit, and
+// stops the step when the worker's memory is past its limit.
+func (w *stepWorker) watch(done <-chan result.Result) int {
 	t0 := time.Now()
 	ticker := time.NewTicker(tick)
 	defer ticker.Stop()
@@ -107,38 +134,46 @@ func WorkerMain(args []string, stderr io.Writer) int {
 	for {
 		select {
 		case r := <-done:
-			if pids := sweep(); len(pids) > 0 {
-				notes = append(notes, "after the step ended, the grader killed processes it left running: "+strings.Join(pids, ", "))
+			if pids := w.sweep(); len(pids) > 0 {
+				w.notes = append(w.notes, "after the step ended, the grader killed processes it left running: "+strings.Join(pids, ", "))
 			}
-			return writeResult(*out, workerResult{Result: trimResult(r), Notes: notes}, stderr)
+			return writeResult(w.out, workerResult{Result: trimResult(r), Notes: w.notes}, w.stderr)
 		case <-ticker.C:
 		}
 		ticks++
 		elapsed := time.Since(t0)
 		if elapsed > orphanAfter && ticks%3 == 0 {
 			if pids := killGroup(true); len(pids) > 0 {
-				notes = append(notes, "the grader killed processes whose parent had already ended (they kept the step's pipes open): "+strings.Join(pids, ", "))
+				w.notes = append(w.notes, "the grader killed processes whose parent had already ended (they kept the step's pipes open): "+strings.Join(pids, ", "))
 			}
 		}
-		if !swept && elapsed > *timeout+sweepGrace {
+		if !swept && elapsed > w.timeout+sweepGrace {
 			swept = true
-			if pids := sweep(); len(pids) > 0 {
-				notes = append(notes, fmt.Sprintf("%v after the step's time limit of %v, the grader killed every process it had left: %s",
-					sweepGrace, *timeout, strings.Join(pids, ", ")))
+			if pids := w.sweep(); len(pids) > 0 {
+				w.notes = append(w.notes, fmt.Sprintf("%v after the step's time limit of %v, the grader killed every process it had left: %s",
+					sweepGrace, w.timeout, strings.Join(pids, ", ")))
 			}
 		}
-		if rss := residentBytes(); *mem > 0 && rss > *mem {
-			r := result.Result{Step: s.Step, Took: elapsed, Problem: fmt.Sprintf(
-				"the grader stopped this step: the harness holding what the programs printed grew to %d MiB (limit %d MiB); a process printed without end",
-				rss>>20, *mem>>20)}
-			if m, _ := filepath.Glob(filepath.Join(*work, fmt.Sprintf("snacklab-step%d-*", s.Num))); len(m) == 1 {
-				r.Dir = m[0]
-			}
-			code := writeResult(*out, workerResult{Result: r, Notes: notes}, stderr)
-			sweep()
-			return code
+		if rss := residentBytes(); w.mem > 0 && rss > w.mem {
+			return w.stopOverMemory(elapsed, rss)
 		}
 	}
+}
+
+// stopOverMemory writes the result of a step stopped because the harness
+// holding its programs' output grew to rss bytes, then kills what the step
+// left. It returns the exit code.
+func (w *stepWorker) stopOverMemory(elapsed time.Duration, rss int64) int {
+	s := w.step
+	r := result.Result{Step: s.Step, Took: elapsed, Problem: fmt.Sprintf(
+		"the grader stopped this step: the harness holding what the programs printed grew to %d MiB (limit %d MiB); a process printed without end",
+		rss>>20, w.mem>>20)}
+	if m, _ := filepath.Glob(filepath.Join(w.work, fmt.Sprintf("snacklab-step%d-*", s.Num))); len(m) == 1 {
+		r.Dir = m[0]
+	}
+	code := writeResult(w.out, workerResult{Result: r, Notes: w.notes}, w.stderr)
+	w.sweep()
+	return code
 }
 
 func writeResult(path string, wr workerResult, stderr io.Writer) int {
@@ -178,121 +213,6 @@ func clip(s string, n int) string {
 	head = strings.ToValidUTF8(head, "")
 	tail = strings.ToValidUTF8(tail, "")
 	return head + fmt.Sprintf(mark, len(s)-h-t) + tail
-}
-
-// ---- process groups ----
-
-type procInfo struct {
-	pid, ppid, pgrp int
-	state           byte
-	comm            string
-}
-
-// scanProcs lists every process in /proc: pid, parent, process group,
-// state and name.
-func scanProcs() []procInfo {
-	ents, err := os.ReadDir("/proc")
-	if err != nil {
-		return nil
-	}
-	var out []procInfo
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		// pid (comm) state ppid pgrp …; comm may hold spaces and parens.
-		open, close := bytes.IndexByte(b, '('), bytes.LastIndexByte(b, ')')
-		if open < 0 || close < open {
-			continue
-		}
-		f := strings.Fields(string(b[close+1:]))
-		if len(f) < 3 {
-			continue
-		}
-		ppid, _ := strconv.Atoi(f[1])
-		pgrp, _ := strconv.Atoi(f[2])
-		out = append(out, procInfo{pid: pid, ppid: ppid, pgrp: pgrp, state: f[0][0], comm: string(b[open+1 : close])})
-	}
-	return out
-}
-
-// killGroup SIGKILLs the other live processes of this process's group —
-// only orphans (their parent is outside the group: it ended, and they were
-// re-parented) when orphansOnly. It returns "name (pid N)" for each.
-func killGroup(orphansOnly bool) []string {
-	me := os.Getpid()
-	pg, err := syscall.Getpgid(0)
-	if err != nil || pg != me {
-		return nil // not a group leader: never sweep a group the worker does not own
-	}
-	procs := scanProcs()
-	inGroup := map[int]bool{}
-	for _, p := range procs {
-		if p.pgrp == pg {
-			inGroup[p.pid] = true
-		}
-	}
-	var killed []string
-	for _, p := range procs {
-		if p.pgrp != pg || p.pid == me || p.state == 'Z' {
-			continue
-		}
-		if orphansOnly && inGroup[p.ppid] {
-			continue
-		}
-		if syscall.Kill(p.pid, syscall.SIGKILL) == nil {
-			killed = append(killed, fmt.Sprintf("%s (pid %d)", p.comm, p.pid))
-		}
-	}
-	return killed
-}
-
-// tagEnv marks every process of one step: the grader sets it in the
-// worker's environment, and the programs the step starts inherit it, also
-// when they leave the worker's process group (setsid, a daemonizing fork).
-const tagEnv = "SNACKLAB_GRADE_STEP"
-
-// killTagged SIGKILLs every other process whose environment holds
-// tagEnv=tag, and returns "name (pid N)" for each.
-func killTagged(tag string) []string {
-	if tag == "" {
-		return nil
-	}
-	me := os.Getpid()
-	want := []byte("\x00" + tagEnv + "=" + tag + "\x00")
-	var killed []string
-	for _, p := range scanProcs() {
-		if p.pid == me || p.state == 'Z' {
-			continue
-		}
-		env, err := os.ReadFile("/proc/" + strconv.Itoa(p.pid) + "/environ")
-		if err != nil || !bytes.Contains(append(append([]byte{0}, env...), 0), want) {
-			continue
-		}
-		if syscall.Kill(p.pid, syscall.SIGKILL) == nil {
-			killed = append(killed, fmt.Sprintf("%s (pid %d)", p.comm, p.pid))
-		}
-	}
-	return killed
-}
-
-// residentBytes is this process's resident set size.
-func residentBytes() int64 {
-	b, err := os.ReadFile("/proc/self/statm")
-	if err != nil {
-		return 0
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 2 {
-		return 0
-	}
-	pages, _ := strconv.ParseInt(f[1], 10, 64)
-	return pages * int64(os.Getpagesize())
 }
 
 // ---- the grader's side ----

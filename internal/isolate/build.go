@@ -125,32 +125,10 @@ func buildUser() (user string, uid, gid int) {
 func (e *Engine) Build(ctx context.Context, opt BuildOptions) (BuildResult, error) {
 	t0 := time.Now()
 	var res BuildResult
-	if len(opt.Packages) == 0 || opt.Src == "" || opt.Out == "" || opt.Timeout <= 0 {
-		return res, errors.New("isolate: Build needs Src, Out, Packages and a Timeout")
+	opt, err := opt.withDefaults(ctx)
+	if err != nil {
+		return res, err
 	}
-	if opt.Name == "" {
-		opt.Name = filepath.Base(opt.Src)
-	}
-	if opt.GoRoot == "" || opt.ModCache == "" {
-		gr, mc, err := hostGo(ctx)
-		if err != nil {
-			return res, err
-		}
-		opt.GoRoot, opt.ModCache = cmp(opt.GoRoot, gr), cmp(opt.ModCache, mc)
-	}
-	if opt.GoCache == "" {
-		d, err := DefaultGoCache()
-		if err != nil {
-			return res, err
-		}
-		opt.GoCache = d
-	}
-	l := &opt.Limits
-	l.Memory = cmp(l.Memory, DefaultBuildMemory)
-	l.PIDs = cmp(l.PIDs, DefaultBuildPIDs)
-	l.CPUs = cmp(l.CPUs, float64(runtime.NumCPU()))
-	l.Wall = cmp(l.Wall, opt.Timeout)
-	l.TmpSize = cmp(l.TmpSize, DefaultBuildTmp)
 	user, uid, gid := buildUser()
 	if err := os.MkdirAll(opt.GoCache, 0o755); err != nil {
 		return res, err
@@ -165,22 +143,89 @@ func (e *Engine) Build(ctx context.Context, opt BuildOptions) (BuildResult, erro
 	}
 	defer os.RemoveAll(root)
 	src, out := filepath.Join(root, "src"), filepath.Join(root, "out")
-	if why, err := copySource(opt.Src, src); err != nil || why != "" {
+	if why, err := stageBuild(opt.Src, root, src, out, uid, gid); err != nil || why != "" {
 		res.Failure = why
 		return res, err
 	}
-	if err := os.Mkdir(out, 0o755); err != nil {
+
+	id, err := e.createContainer(ctx, buildSpec(opt, src, out, user))
+	if id != "" {
+		defer e.removeContainer(id)
+	}
+	if err != nil {
 		return res, err
+	}
+	cr, err := e.runContainer(ctx, id, opt.Limits.Wall)
+	if err != nil {
+		return res, err
+	}
+	res.Output = strings.TrimSpace(cr.stderr + cr.stdout)
+	res.Took = time.Since(t0)
+	if res.Failure = buildFailure(cr, opt); res.Failure != "" {
+		return res, nil
+	}
+	res.Failure, err = copyBuilt(opt.Packages, out, opt.Out)
+	return res, err
+}
+
+// withDefaults checks opt and fills in its zero fields: the container's
+// name, the host's toolchain and module cache, the shared build cache and
+// the limits.
+func (opt BuildOptions) withDefaults(ctx context.Context) (BuildOptions, error) {
+	if len(opt.Packages) == 0 || opt.Src == "" || opt.Out == "" || opt.Timeout <= 0 {
+		return opt, errors.New("isolate: Build needs Src, Out, Packages and a Timeout")
+	}
+	if opt.Name == "" {
+		opt.Name = filepath.Base(opt.Src)
+	}
+	if opt.GoRoot == "" || opt.ModCache == "" {
+		gr, mc, err := hostGo(ctx)
+		if err != nil {
+			return opt, err
+		}
+		opt.GoRoot, opt.ModCache = cmp(opt.GoRoot, gr), cmp(opt.ModCache, mc)
+	}
+	if opt.GoCache == "" {
+		d, err := DefaultGoCache()
+		if err != nil {
+			return opt, err
+		}
+		opt.GoCache = d
+	}
+	l := &opt.Limits
+	l.Memory = cmp(l.Memory, DefaultBuildMemory)
+	l.PIDs = cmp(l.PIDs, DefaultBuildPIDs)
+	l.CPUs = cmp(l.CPUs, float64(runtime.NumCPU()))
+	l.Wall = cmp(l.Wall, opt.Timeout)
+	l.TmpSize = cmp(l.TmpSize, DefaultBuildTmp)
+	return opt, nil
+}
+
+// stageBuild lays out a build's directories under root: src, the copy of
+// the module in module (a submission's problem with it is why), and out,
+// writable by the build's user (uid, gid).
+func stageBuild(module, root, src, out string, uid, gid int) (why string, err error) {
+	if why, err := copySource(module, src); err != nil || why != "" {
+		return why, err
+	}
+	if err := os.Mkdir(out, 0o755); err != nil {
+		return "", err
 	}
 	if err := os.Lchown(out, uid, gid); err != nil && os.Getuid() == 0 {
-		return res, err
+		return "", err
 	}
 	if err := os.Chmod(root, 0o755); err != nil { // the container's user walks through it
-		return res, err
+		return "", err
 	}
+	return "", nil
+}
 
+// buildSpec is the container of a build: go build of opt.Packages from
+// src (read-only) into out, the host's toolchain and module cache
+// read-only, the shared build cache writable, offline, as user.
+func buildSpec(opt BuildOptions, src, out, user string) containerSpec {
 	args := append([]string{buildGoRoot + "/bin/go", "build", "-trimpath", "-o", buildOut + "/"}, opt.Packages...)
-	id, err := e.createContainer(ctx, containerSpec{
+	return containerSpec{
 		name: "build-" + opt.Name,
 		cmd:  args,
 		env: []string{"GOROOT=" + buildGoRoot, "GOMODCACHE=" + buildModCache, "GOCACHE=" + buildCache,
@@ -190,48 +235,42 @@ func (e *Engine) Build(ctx context.Context, opt BuildOptions) (BuildResult, erro
 		workDir: buildSrc,
 		mounts: []dc.HostMount{roBind(opt.GoRoot, buildGoRoot), roBind(opt.ModCache, buildModCache),
 			roBind(src, buildSrc), rwBind(opt.GoCache, buildCache), rwBind(out, buildOut)},
-		tmpfs:  map[string]int64{"/tmp": l.TmpSize},
-		limits: *l,
+		tmpfs:  map[string]int64{"/tmp": opt.Limits.TmpSize},
+		limits: opt.Limits,
 		user:   user,
-	})
-	if id != "" {
-		defer e.removeContainer(id)
 	}
-	if err != nil {
-		return res, err
-	}
-	cr, err := e.runContainer(ctx, id, l.Wall)
-	if err != nil {
-		return res, err
-	}
-	res.Output = strings.TrimSpace(cr.stderr + cr.stdout)
-	res.Took = time.Since(t0)
+}
+
+// buildFailure says why the build container cr failed ("" when it built).
+func buildFailure(cr containerResult, opt BuildOptions) string {
 	switch {
 	case cr.wall:
-		res.Failure = fmt.Sprintf("go build did not finish within %v and was killed", opt.Timeout)
-		return res, nil
+		return fmt.Sprintf("go build did not finish within %v and was killed", opt.Timeout)
 	case cr.oom:
-		res.Failure = fmt.Sprintf("go build ran out of memory (limit %d MiB) and was killed", l.Memory>>20)
-		return res, nil
+		return fmt.Sprintf("go build ran out of memory (limit %d MiB) and was killed", opt.Limits.Memory>>20)
 	case cr.code != 0:
-		res.Failure = fmt.Sprintf("go build %s: exit status %d", strings.Join(opt.Packages, " "), cr.code)
-		return res, nil
+		return fmt.Sprintf("go build %s: exit status %d", strings.Join(opt.Packages, " "), cr.code)
 	}
-	if err := os.MkdirAll(opt.Out, 0o755); err != nil {
-		return res, err
+	return ""
+}
+
+// copyBuilt copies the executable of each package from the build's out
+// directory into dst; why is the first that could not be kept.
+func copyBuilt(packages []string, out, dst string) (why string, err error) {
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		return "", err
 	}
-	for _, p := range opt.Packages {
+	for _, p := range packages {
 		name := filepath.Base(p)
-		why, err := copyOut(filepath.Join(out, name), filepath.Join(opt.Out, name))
+		why, err := copyOut(filepath.Join(out, name), filepath.Join(dst, name))
 		if err != nil {
-			return res, err
+			return "", err
 		}
 		if why != "" {
-			res.Failure = why
-			return res, nil
+			return why, nil
 		}
 	}
-	return res, nil
+	return "", nil
 }
 
 func cmp[T comparable](v, def T) T {
@@ -343,78 +382,4 @@ func buildPackages() []string {
 		out = append(out, "./cmd/"+p)
 	}
 	return out
-}
-
-// WarmFunc returns a grade.Boundary's Warm: it fills goCache with a trusted
-// build before any submission's, in a build container like theirs (same
-// mounts, flags and user, so the cache entries are the ones their builds
-// look up). What it builds is a program that imports every library package
-// the programs of module (the reference, which the grader trusts) use, the
-// SQLite driver above all: the long part of a cold build, and the same for
-// every submission made from the learner's copy. So no submission's build
-// waits on a classmate's, and none starts cold.
-func (e *Engine) WarmFunc(module, goCache string, limits Limits, timeout time.Duration) func(ctx context.Context) error {
-	return func(ctx context.Context) error {
-		src, err := os.MkdirTemp("", "snacklab-warm-*")
-		if err != nil {
-			return err
-		}
-		defer os.RemoveAll(src)
-		if err := writeWarmModule(ctx, module, src); err != nil {
-			return fmt.Errorf("warm the build cache: %w", err)
-		}
-		r, err := e.Build(ctx, BuildOptions{Src: src, Out: filepath.Join(src, "out"), Name: "warm",
-			Packages: []string{"./cmd/warm"}, Timeout: timeout, GoCache: goCache, Limits: limits})
-		if err != nil {
-			return fmt.Errorf("warm the build cache: %w", err)
-		}
-		if r.Failure != "" {
-			return fmt.Errorf("warm the build cache: %s: %s", r.Failure, r.Output)
-		}
-		return nil
-	}
-}
-
-// writeWarmModule writes into dir a module with module's go.mod and go.sum
-// and one program, cmd/warm, importing every package outside the module
-// that module's programs depend on (but those no other module may import).
-func writeWarmModule(ctx context.Context, module, dir string) error {
-	args := []string{"list", "-deps", "-f", `{{if ne .Name "main"}}{{.ImportPath}}{{end}}`}
-	args = append(args, buildPackages()...)
-	cmd := exec.CommandContext(ctx, "go", args...)
-	cmd.Dir = module
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOFLAGS=-mod=readonly", "GOWORK=off")
-	out, err := cmd.Output()
-	if err != nil {
-		return fmt.Errorf("go list -deps in %s: %w", module, err)
-	}
-	var main strings.Builder
-	main.WriteString("// Command warm imports what the reference's programs import, to fill a build cache.\npackage main\n\nimport (\n")
-	n := 0
-	for _, p := range strings.Fields(string(out)) {
-		first, _, _ := strings.Cut(p, "/")
-		if first == "snacklab" || p == "C" || p == "unsafe" || first == "internal" || first == "vendor" ||
-			strings.Contains(p, "/internal/") || strings.HasSuffix(p, "/internal") || strings.Contains(p, "/vendor/") {
-			continue
-		}
-		fmt.Fprintf(&main, "\t_ %q\n", p)
-		n++
-	}
-	if n == 0 {
-		return fmt.Errorf("go list -deps in %s named no package outside the module", module)
-	}
-	main.WriteString(")\n\nfunc main() {}\n")
-	for _, f := range []string{"go.mod", "go.sum"} {
-		b, err := os.ReadFile(filepath.Join(module, f))
-		if err != nil {
-			return err
-		}
-		if err := os.WriteFile(filepath.Join(dir, f), b, 0o644); err != nil {
-			return err
-		}
-	}
-	if err := os.MkdirAll(filepath.Join(dir, "cmd", "warm"), 0o755); err != nil {
-		return err
-	}
-	return os.WriteFile(filepath.Join(dir, "cmd", "warm", "main.go"), []byte(main.String()), 0o644)
 }
