@@ -132,19 +132,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			HoldNext:  int(holdNext.Get()),
 		},
 	}
-	return serve(ctx, *db, *addr, opts, stdout, stderr)
-}
-
-// serve runs the receiver on addr with its database at db until ctx ends,
-// then shuts down gracefully: in-flight requests get shutdownGrace.
-func serve(ctx context.Context, db, addr string, opts receiver.Options, stdout, stderr io.Writer) error {
 	// Listen before opening: a port that is taken must not leave a new
 	// database file behind. Open checks the faults before it creates the file.
-	ln, err := net.Listen("tcp", addr)
+	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
-	rcv, err := receiver.Open(db, opts)
+	rcv, err := receiver.Open(*db, opts)
 	if err != nil {
 		ln.Close()
 		return err

@@ -92,6 +92,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, exit func
 	}
 
 	fs, f := flags(name)
+	dbPath, rawURL, owner, asJSON := f.dbPath, f.rawURL, f.owner, f.asJSON
 	if err := fs.Parse(args[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprintf(stdout, "usage: %s\n", synopsis)
@@ -112,58 +113,38 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, exit func
 		}
 	}
 
-	if err := checkValues(name, fs, f); err != nil {
-		return err
-	}
-	q, err := queue.Open(*f.dbPath, queue.Options{BusyTimeout: time.Duration(f.busyMs.Get()) * time.Millisecond})
-	if err != nil {
-		return fmt.Errorf("%s: %w", name, err)
-	}
-	defer q.Close()
-	s := newSender(q, f, set, stdout, exit)
-
-	if name == "run" {
-		if _, err := s.Run(ctx); err != nil {
-			return fmt.Errorf("run: %w", withCode(err))
-		}
-		return nil
-	}
-	return runOnce(ctx, s)
-}
-
-// checkValues checks every value of the command line before the queue file
-// is opened: a refused command line must not touch the queue.
-func checkValues(name string, fs *flag.FlagSet, f senderFlags) error {
+	// Every value is checked before the file is opened: a refused command
+	// line must not touch the queue.
 	invalid := func(format string, a ...any) error {
 		return fmt.Errorf("%s: %w: %s", name, queue.ErrInvalid, fmt.Sprintf(format, a...))
 	}
-	if *f.dbPath == "" {
+	if *dbPath == "" {
 		return invalid("--db is empty")
 	}
-	if u, err := url.Parse(*f.rawURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return invalid("--url %q: want http://HOST:PORT", *f.rawURL)
+	if u, err := url.Parse(*rawURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return invalid("--url %q: want http://HOST:PORT", *rawURL)
 	}
-	if err := queue.CheckID("owner", *f.owner); err != nil {
+	if err := queue.CheckID("owner", *owner); err != nil {
 		return fmt.Errorf("%s: %w", name, err)
 	}
 	if err := cliflag.Check(fs); err != nil {
 		return fmt.Errorf("%s: %w", name, err)
 	}
-	return nil
-}
+	leaseMs, timeoutMs, busyMs := f.leaseMs.Get(), f.timeoutMs.Get(), f.busyMs.Get()
 
-// newSender is the sender the flags f describe, delivering from q. set
-// holds the flags given: --now-ms holds the clock and --exit-after-receipt
-// arms the crash switch (exit) only when given.
-func newSender(q *queue.Queue, f senderFlags, set map[string]bool, stdout io.Writer, exit func(code int)) *sender.Sender {
+	q, err := queue.Open(*dbPath, queue.Options{BusyTimeout: time.Duration(busyMs) * time.Millisecond})
+	if err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	defer q.Close()
 	s := &sender.Sender{
 		Queue:   q,
-		URL:     *f.rawURL,
-		Owner:   *f.owner,
-		LeaseMs: f.leaseMs.Get(),
-		Timeout: time.Duration(f.timeoutMs.Get()) * time.Millisecond,
+		URL:     *rawURL,
+		Owner:   *owner,
+		LeaseMs: leaseMs,
+		Timeout: time.Duration(timeoutMs) * time.Millisecond,
 		Events:  stdout,
-		Human:   !*f.asJSON,
+		Human:   !*asJSON,
 		Batch:   int(f.batch.Get()),
 	}
 	if set["now-ms"] {
@@ -174,7 +155,14 @@ func newSender(q *queue.Queue, f senderFlags, set map[string]bool, stdout io.Wri
 		code := int(f.exitAfter.Get())
 		s.ExitAfterReceipt = func() { exit(code) }
 	}
-	return s
+
+	if name == "run" {
+		if _, err := s.Run(ctx); err != nil {
+			return fmt.Errorf("run: %w", withCode(err))
+		}
+		return nil
+	}
+	return runOnce(ctx, s)
 }
 
 // runOnce is run-once: one job, or with --batch one batch; nothing
