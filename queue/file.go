@@ -139,23 +139,24 @@ func readMark(ctx context.Context, db queryer) (mark, error) {
 }
 
 // tableColumns is what a queue file must hold: the tables of schema.sql and
-// the columns this package reads, named as the JSON of the row's type names
-// them (a field added to Job is a column checked here, with nothing else to
-// edit). Extra tables, columns, indexes or triggers are allowed (the lab
-// adds a trigger in step 5).
+// the columns this package reads, named by the db tags of the row's type (a
+// field added to Job is a column checked here, with nothing else to edit).
+// Not the JSON names: the contract names both, but a program that names a
+// member wrong in its JSON answers has a wrong answer, not a foreign file.
+// Extra tables, columns, indexes or triggers are allowed (the lab adds a
+// trigger in step 5).
 var tableColumns = map[string][]string{
-	"jobs":           jsonNames(Job{}),
-	"redrives":       append([]string{"seq"}, jsonNames(Redrive{})...),
-	"investigations": append([]string{"seq"}, jsonNames(Investigation{})...),
+	"jobs":           columns(Job{}),
+	"redrives":       append([]string{"seq"}, columns(Redrive{})...),
+	"investigations": append([]string{"seq"}, columns(Investigation{})...),
 }
 
-// jsonNames are the JSON member names of a struct's fields, in order.
-func jsonNames(v any) []string {
+// columns are the db tags of a struct's fields, in order.
+func columns(v any) []string {
 	t := reflect.TypeOf(v)
 	var names []string
 	for i := range t.NumField() {
-		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
-		if name != "" && name != "-" {
+		if name := t.Field(i).Tag.Get("db"); name != "" {
 			names = append(names, name)
 		}
 	}

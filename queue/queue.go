@@ -191,20 +191,20 @@ func Backoff(id string, attempt int) int64 {
 
 // Job is one snack order and its delivery state. Times are ms since the epoch.
 type Job struct {
-	ID               string `json:"id"`
-	Qty              int64  `json:"qty"`
-	State            State  `json:"state"`
-	Reason           Reason `json:"reason"`   // "" unless Dead; null in JSON
-	Attempts         int64  `json:"attempts"` // grants since enqueue or the last redrive
-	MaxAttempts      int64  `json:"max_attempts"`
-	Token            int64  `json:"token"` // fencing token of the latest grant; never decreases
-	Owner            string `json:"owner"` // "" unless Leased; null in JSON
-	LeaseUntil       int64  `json:"lease_until"`
-	AvailableAt      int64  `json:"available_at"`
-	DeadlineAt       int64  `json:"deadline_at"`
-	DeadlineWindowMs int64  `json:"deadline_window_ms"`
-	CreatedAt        int64  `json:"created_at"`
-	UpdatedAt        int64  `json:"updated_at"` // for a dead job: when it died
+	ID               string `json:"id" db:"id"`
+	Qty              int64  `json:"qty" db:"qty"`
+	State            State  `json:"state" db:"state"`
+	Reason           Reason `json:"reason" db:"reason"`     // "" unless Dead; null in JSON
+	Attempts         int64  `json:"attempts" db:"attempts"` // grants since enqueue or the last redrive
+	MaxAttempts      int64  `json:"max_attempts" db:"max_attempts"`
+	Token            int64  `json:"token" db:"token"` // fencing token of the latest grant; never decreases
+	Owner            string `json:"owner" db:"owner"` // "" unless Leased; null in JSON
+	LeaseUntil       int64  `json:"lease_until" db:"lease_until"`
+	AvailableAt      int64  `json:"available_at" db:"available_at"`
+	DeadlineAt       int64  `json:"deadline_at" db:"deadline_at"`
+	DeadlineWindowMs int64  `json:"deadline_window_ms" db:"deadline_window_ms"`
+	CreatedAt        int64  `json:"created_at" db:"created_at"`
+	UpdatedAt        int64  `json:"updated_at" db:"updated_at"` // for a dead job: when it died
 }
 
 // MarshalJSON writes unset reason, owner and lease_until as null, as the contract says.
@@ -228,18 +228,18 @@ func (j Job) MarshalJSON() ([]byte, error) {
 
 // Redrive is the audit row of one redrive.
 type Redrive struct {
-	JobID      string `json:"job_id"`
-	PrevToken  int64  `json:"prev_token"`
-	PrevReason Reason `json:"prev_reason"`
-	AtMs       int64  `json:"at_ms"`
-	Note       string `json:"note"`
+	JobID      string `json:"job_id" db:"job_id"`
+	PrevToken  int64  `json:"prev_token" db:"prev_token"`
+	PrevReason Reason `json:"prev_reason" db:"prev_reason"`
+	AtMs       int64  `json:"at_ms" db:"at_ms"`
+	Note       string `json:"note" db:"note"`
 }
 
 // Investigation is the audit row of one look at a job.
 type Investigation struct {
-	JobID string `json:"job_id"`
-	AtMs  int64  `json:"at_ms"`
-	Note  string `json:"note"`
+	JobID string `json:"job_id" db:"job_id"`
+	AtMs  int64  `json:"at_ms" db:"at_ms"`
+	Note  string `json:"note" db:"note"`
 }
 
 // Options configure Open.
