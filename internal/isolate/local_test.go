@@ -42,9 +42,9 @@ func TestLocalEngineSeparatesJudgeAndJudged(t *testing.T) {
 		out isolate.Outcome
 		err error
 	}
-	runs := map[string]*run{"reference": {}, "escape": {}}
-	bins := map[string]string{"reference": b.reference, "escape": b.hostile["escape"]}
-	timeouts := map[string]time.Duration{"reference": 3 * time.Minute, "escape": 10 * time.Second}
+	runs := map[string]*run{"reference": {}, "escape": {}, "forge": {}}
+	bins := map[string]string{"reference": b.reference, "escape": b.hostile["escape"], "forge": b.hostile["forge"]}
+	timeouts := map[string]time.Duration{"reference": 3 * time.Minute, "escape": 10 * time.Second, "forge": 15 * time.Second}
 	done := make(chan struct{})
 	for name, r := range runs {
 		go func() {
@@ -56,9 +56,32 @@ func TestLocalEngineSeparatesJudgeAndJudged(t *testing.T) {
 	for range runs {
 		<-done
 	}
-	ref, esc := runs["reference"], runs["escape"]
-	if ref.err != nil || esc.err != nil {
-		t.Fatalf("Run: reference %v, escape %v", ref.err, esc.err)
+	ref, esc, forge := runs["reference"], runs["escape"], runs["forge"]
+	if ref.err != nil || esc.err != nil || forge.err != nil {
+		t.Fatalf("Run: reference %v, escape %v, forge %v", ref.err, esc.err, forge.err)
+	}
+	// The forger attacks the judge from the judged's seat, as in a
+	// container: a FIFO at lab.log, links where the lab writes its logs,
+	// fsync lines appended to its trace. Every attack is refused by the
+	// identities alone (no mount namespace here), and the lab's own
+	// results fail it.
+	if forge.out.Passed != 0 || forge.out.NotGraded || len(forge.out.Steps) != 8 {
+		t.Errorf("the forger: got %d of %d passed, not graded %v (%q); want every step failed by the lab's own results",
+			forge.out.Passed, len(forge.out.Steps), forge.out.NotGraded, forge.out.Problem)
+	}
+	var forged []string
+	for _, s := range forge.out.Steps {
+		forged = append(forged, s.Output)
+	}
+	report := reportLine(strings.Join(forged, "\n"), "hostile forge: ")
+	t.Logf("the forger reported, as the judged: %s", report)
+	for _, want := range []string{"fifo ../lab.log=EACCES", "symlink ../logs/01-queuectl.stdout=EACCES", "list ../logs=EACCES"} {
+		if !strings.Contains(report, want) {
+			t.Errorf("the forger's report %q lacks %q", report, want)
+		}
+	}
+	if report == "" || strings.Contains(report, "=OK") || strings.Contains(report, "REFERENCE-FOUND") || strings.Contains(report, "append ") {
+		t.Errorf("an attack on the judge got through (or the forger never reported): %q", report)
 	}
 	if ref.out.Passed != 8 || len(ref.out.Steps) != 8 {
 		for _, s := range ref.out.Steps {
