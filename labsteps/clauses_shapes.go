@@ -75,7 +75,7 @@ func expectMembers(h *harness.Harness, what string, s shape, want []string, why 
 // expectJob checks that member key of s is a whole JOB whose unset fields
 // (reason, owner, lease_until) are present as null.
 func expectJob(h *harness.Harness, what string, s shape, nulls ...string) {
-	why := "CONTRACT §3: JOB is the object with all 14 members; reason, owner and lease_until are null when unset, " +
+	why := fmt.Sprintf("CONTRACT §3: JOB is the object with all %d members; reason, owner and lease_until are null when unset, ", len(jobKeys)) +
 		"never left out: a program reading the answer tells \"no owner\" from \"field missing\" only this way"
 	j := s.sub("job")
 	expectMembers(h, what+": job", j, jobKeys, why)
