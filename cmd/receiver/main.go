@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"snacklab/internal/cliflag"
+	"snacklab/internal/exitcode"
 	"snacklab/receiver"
 )
 
@@ -41,25 +42,26 @@ type usageError struct{ err error }
 func (e usageError) Error() string { return e.err.Error() }
 func (e usageError) Unwrap() error { return e.err }
 
-// exitCode maps an error to CONTRACT §6. It is local because
-// internal/exitcode maps the queue's sentinels, not the receiver's.
+// exitCode maps an error to CONTRACT §6, with the numbers of
+// internal/exitcode; the mapping is local because exitcode.Code knows the
+// queue's sentinels, not the receiver's.
 func exitCode(err error) int {
 	var ue usageError
 	switch {
 	case err == nil:
-		return 0
+		return exitcode.OK
 	case errors.As(err, &ue):
-		return 2
+		return exitcode.Usage
 	case errors.Is(err, receiver.ErrInvalid), errors.Is(err, cliflag.ErrRange):
-		return 3
+		return exitcode.Invalid
 	case errors.Is(err, errMissingDir):
-		return 4
+		return exitcode.Missing
 	case errors.Is(err, receiver.ErrNotDatabase):
-		return 5
+		return exitcode.NotQueue
 	case errors.Is(err, receiver.ErrBusy):
-		return 6
+		return exitcode.Busy
 	default:
-		return 1
+		return exitcode.Internal
 	}
 }
 
