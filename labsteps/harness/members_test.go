@@ -11,9 +11,9 @@ import (
 // TestMembersAreTheReferences: the lab's JOB and REDRIVE types, whose JSON
 // names the shape checks take, have the members the reference writes. A
 // member added to the contract is added in three places: CONTRACT.md, the
-// reference (queue: schema and type, whose JSON names are also the columns
-// a queue file must have), and the lab's type here; this test names the
-// one left out.
+// reference (queue: the type, its JSON tag, and for a stored member its db
+// tag, column and SQL), and the lab's type here; this test names the one
+// left out.
 func TestMembersAreTheReferences(t *testing.T) {
 	for _, c := range []struct {
 		name     string
