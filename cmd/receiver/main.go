@@ -19,7 +19,6 @@ import (
 	"time"
 
 	"snacklab/internal/cliflag"
-	"snacklab/internal/exitcode"
 	"snacklab/receiver"
 )
 
@@ -42,26 +41,25 @@ type usageError struct{ err error }
 func (e usageError) Error() string { return e.err.Error() }
 func (e usageError) Unwrap() error { return e.err }
 
-// exitCode maps an error to CONTRACT §6, with the numbers of
-// internal/exitcode; the mapping is local because exitcode.Code knows the
-// queue's sentinels, not the receiver's.
+// exitCode maps an error to CONTRACT §6. It is local because
+// internal/exitcode maps the queue's sentinels, not the receiver's.
 func exitCode(err error) int {
 	var ue usageError
 	switch {
 	case err == nil:
-		return exitcode.OK
+		return 0
 	case errors.As(err, &ue):
-		return exitcode.Usage
+		return 2
 	case errors.Is(err, receiver.ErrInvalid), errors.Is(err, cliflag.ErrRange):
-		return exitcode.Invalid
+		return 3
 	case errors.Is(err, errMissingDir):
-		return exitcode.Missing
+		return 4
 	case errors.Is(err, receiver.ErrNotDatabase):
-		return exitcode.NotQueue
+		return 5
 	case errors.Is(err, receiver.ErrBusy):
-		return exitcode.Busy
+		return 6
 	default:
-		return exitcode.Internal
+		return 1
 	}
 }
 
