@@ -91,7 +91,7 @@ func (t table) failures(r Record) []string {
 	var out []string
 	for _, s := range r.Steps {
 		if st := s.Status(); st == "failed" || st == "flaky" {
-			out = append(out, fmt.Sprintf("%d %s: %s", s.Num, s.Slug, oneLine(cleanLine(firstLine(s.Reason)), 160)))
+			out = append(out, fmt.Sprintf("%d %s: %s", s.Num, s.Slug, result.OneLine(cleanLine(firstLine(s.Reason)), 160)))
 		}
 	}
 	return out

@@ -3,6 +3,8 @@ package grade
 import (
 	"fmt"
 	"strings"
+
+	"snacklab/labsteps/result"
 )
 
 // The grader's progress: a line per graded submission on Config.Log, and
@@ -22,7 +24,7 @@ func (g *grader) logRecord(r Record) {
 	r = cleanRecord(r)
 	line := fmt.Sprintf("%7s/%-4s %5.1f%%  %-24s", num(r.Score), num(r.Max), pct, r.Name)
 	if r.Problem != "" {
-		line += "  " + oneLine(firstLine(r.Problem), 200)
+		line += "  " + result.OneLine(firstLine(r.Problem), 200)
 	} else {
 		line += fmt.Sprintf("  %d/%d steps", r.Passed(), len(r.Steps))
 		var failed []string

@@ -160,7 +160,7 @@ func (g *grader) scoreParts(s StepRecord, runs []result.Result, dirs []string) (
 		if p.Problem != "" {
 			causes = append(causes, firstLine(p.Problem))
 		}
-		pr.Reason = g.student(oneLine(strings.Join(causes, "; "), 600), dirs...)
+		pr.Reason = g.student(result.OneLine(strings.Join(causes, "; "), 600), dirs...)
 		out := g.student(p.Explain(), dirs...)
 		if p.Status() != "passed" {
 			out += fmt.Sprintf("Re-run on your machine: %s\n", StudentReplay(s.Num))
@@ -193,5 +193,5 @@ func reason(r result.Result) string {
 	if len(causes) == 0 {
 		return "no checks passed"
 	}
-	return oneLine(strings.Join(causes, "; "), 600)
+	return result.OneLine(strings.Join(causes, "; "), 600)
 }

@@ -158,15 +158,6 @@ func firstLine(s string) string {
 	return l
 }
 
-// oneLine joins the lines of s and cuts it to about n bytes.
-func oneLine(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if len(s) > n {
-		s = strings.ToValidUTF8(s[:n], "") + " …"
-	}
-	return s
-}
-
 func shellQuote(s string) string {
 	if s != "" && !strings.ContainsAny(s, " \t\n\"'\\$`*?[]{}()<>|&;#~!") {
 		return s

@@ -75,7 +75,7 @@ func (o *Outcome) ending(res containerResult) string {
 		fmt.Fprintf(&b, "; the pids limit of %d processes and threads was reached", o.Limits.PIDs)
 	}
 	if last != "" && last != isolatedMarker {
-		fmt.Fprintf(&b, "; the lab's stderr ends: %s", clip(last, 200))
+		fmt.Fprintf(&b, "; the lab's stderr ends: %s", result.OneLine(last, 200))
 	}
 	b.WriteString(")")
 	return b.String()
@@ -148,7 +148,7 @@ func stepFromResult(r result.Result) StepOutcome {
 		if r.Problem != "" {
 			parts = append(parts, r.Problem)
 		}
-		so.Reason = clip(strings.Join(parts, "; "), 400)
+		so.Reason = result.OneLine(strings.Join(parts, "; "), 400)
 		if so.Reason == "" {
 			so.Reason = "failed"
 		}
@@ -245,16 +245,7 @@ func reasonOf(output string) string {
 	if !ok || len(parts) == 0 {
 		return "failed"
 	}
-	return clip(strings.Join(parts, "; "), 400)
-}
-
-// clip joins the lines of s and cuts it to about n bytes.
-func clip(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if len(s) > n {
-		s = strings.ToValidUTF8(s[:n], "") + " …"
-	}
-	return s
+	return result.OneLine(strings.Join(parts, "; "), 400)
 }
 
 // crashLine is the line of a Go crash that says what happened ("fatal

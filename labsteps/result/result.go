@@ -144,7 +144,7 @@ func (c Check) Cause() string {
 	if line := stderrLine(c.Observed); line != "" && !strings.Contains(obs, line) {
 		said = fmt.Sprintf(" it said %q —", line)
 	}
-	return fmt.Sprintf("%s:%s expected %s, observed %s", s, said, oneLine(c.Expected), obs)
+	return fmt.Sprintf("%s:%s expected %s, observed %s", s, said, OneLine(c.Expected, 0), obs)
 }
 
 // stderrLine is the line of a program's stderr an observation quotes
@@ -181,7 +181,16 @@ func (c Check) Explain() string {
 	return b.String()
 }
 
-func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+// OneLine joins the lines of s with single spaces and, when max > 0, cuts
+// it to about max bytes (valid UTF-8, marked " …"): a reason or a program's
+// output fit for one line of a report or a table.
+func OneLine(s string, max int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if max > 0 && len(s) > max {
+		s = strings.ToValidUTF8(s[:max], "") + " …"
+	}
+	return s
+}
 
 // Detail explains a failure: every failed check (its plain cause first,
 // then part, clause, expected, observed, why) and where the logs are. It is
