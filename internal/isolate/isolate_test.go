@@ -144,7 +144,8 @@ func build(t testing.TB) binaries {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				flags := "-X main.mode=" + mode + " -X main.target=" + netListener.Addr().String()
+				flags := "-X main.mode=" + mode + " -X main.target=" + netListener.Addr().String() +
+					" -X main.judgedUID=" + strconv.Itoa(isolate.LocalJudgedUID)
 				if errs[i+2] = goBuild(filepath.Join(dir, "queuectl"), flags, "./internal/isolate/testdata/hostile"); errs[i+2] != nil {
 					return
 				}
