@@ -320,5 +320,8 @@ func judgedIDs(uid, gid int, sub string) (*harness.Judged, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--judged-uid: the lab's own path: %w", err)
 	}
-	return &harness.Judged{UID: uint32(uid), GID: uint32(gid), Exec: []string{self, harness.JudgedExecCommand}}, nil
+	// Inside the grading container the account files are the image's
+	// (harness.Accounts), so strace can run a traced program by name.
+	return &harness.Judged{UID: uint32(uid), GID: uint32(gid), Exec: []string{self, harness.JudgedExecCommand},
+		Accounts: os.Getenv(isolatedEnv) == "1"}, nil
 }

@@ -21,6 +21,7 @@ import (
 	dc "github.com/ory/dockertest/v3/docker"
 
 	"snacklab/containers"
+	"snacklab/labsteps/harness"
 	"snacklab/labsteps/mutants"
 	"snacklab/labsteps/systrace"
 )
@@ -174,7 +175,8 @@ func (e *Engine) ID() string { return e.id }
 // build makes the image from an in-memory context: a Dockerfile with two
 // instructions and the lab, owned by root and not writable, and strace with
 // the files it loads (steps 2 and 7 trace system calls; systrace.Files),
-// copied from this host when it has strace.
+// copied from this host when it has strace, with account files that name
+// each step's judged identity for strace -u (harness.Accounts).
 func (e *Engine) build(ctx context.Context, lab []byte) error {
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
@@ -189,7 +191,11 @@ func (e *Engine) build(ctx context.Context, lab []byte) error {
 		{"lab", 0o500, lab},
 	}
 	if paths, err := systrace.Files(); err == nil {
+		// strace -u runs a traced program as its step's identity by name:
+		// the image names each one (harness.Accounts), and nothing else.
+		passwd, group := harness.Accounts(JudgedUID, JudgedGID)
 		files[0].body = append(files[0].body, "COPY strace/ /\n"...)
+		files = append(files, file{"strace/etc/passwd", 0o444, passwd}, file{"strace/etc/group", 0o444, group})
 		for _, p := range paths {
 			body, err := os.ReadFile(p)
 			if err != nil {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"os/user"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -24,11 +25,18 @@ type Judged struct {
 	// Exec is the command that becomes the judged identity and then execs
 	// its arguments ("/lab judged-exec"): strace runs it, so that strace
 	// stays the judge's (a tracer of the judged's own uid could be written
-	// to by the traced) while what it traces is the judged's. strace's own
-	// -u needs a user name from a password database, which the grading
-	// image does not have. Empty: strace is not started (its steps fail
-	// saying so).
+	// to by the traced) while what it traces is the judged's, wherever
+	// strace's own -u cannot (it needs a name: Accounts), and lab crash's
+	// tracer always. Empty: strace is not started that way (its steps
+	// fail saying so).
 	Exec []string
+	// Accounts says this system's /etc/passwd and /etc/group are the
+	// grading image's (Accounts): each step's identity has a name there,
+	// with no group but its own, so strace can run a traced program as it
+	// (-u) with no judged-exec step in between. Set only inside the
+	// grading container: a host's account files (or its NSS) may give a
+	// uid groups of its own.
+	Accounts bool
 }
 
 // JudgedExecCommand is the lab's hidden subcommand that drops to a judged
@@ -59,6 +67,72 @@ func (j *Judged) Env() []string {
 		}
 	}
 	return out
+}
+
+// Accounts is /etc/passwd and /etc/group for a grading image whose lab
+// runs with --judged-uid uid --judged-gid gid: an account for each step's
+// identity (ForStep), named judged-stepN, in no group but its own. strace
+// -u needs a name; the lab checks the name still maps to exactly the
+// identity before using it (straceUser).
+func Accounts(uid, gid uint32) (passwd, group []byte) {
+	p := []string{"root:x:0:0:root:/:/nonexistent"}
+	g := []string{"root:x:0:"}
+	for n := 1; n <= stepIDs; n++ {
+		name := fmt.Sprintf("judged-step%d", n)
+		p = append(p, fmt.Sprintf("%s:x:%d:%d:%s:/nonexistent:/nonexistent", name, uid+uint32(n), gid+uint32(n), name))
+		g = append(g, fmt.Sprintf("%s:x:%d:", name, gid+uint32(n)))
+	}
+	return []byte(strings.Join(p, "\n") + "\n"), []byte(strings.Join(g, "\n") + "\n")
+}
+
+// straceUser is the account strace runs prog as (-u): j's name in this
+// system's account files when they are the grading image's and the name
+// maps back to exactly j (its uid, its gid, no other group); "" otherwise,
+// and a traced start then goes through the judged-exec step (TracedArgv).
+// Skipping that step saves a start of the lab under ptrace for every
+// traced program (about 14 ms each in a 1-CPU container, 48 a run:
+// docs/grading.md). A set-user-ID or set-group-ID prog is never run by
+// name: strace -u would give it its owner's rights itself, where the
+// kernel, under no_new_privs, ignores the bits.
+func (j *Judged) straceUser(prog string) string {
+	if j == nil || !j.Accounts {
+		return ""
+	}
+	if fi, err := os.Stat(prog); err != nil || fi.Mode()&(os.ModeSetuid|os.ModeSetgid) != 0 {
+		return ""
+	}
+	uid, gid := strconv.FormatUint(uint64(j.UID), 10), strconv.FormatUint(uint64(j.GID), 10)
+	a, err := lookupAccount(uid)
+	if err != nil || a.UID != uid || a.GID != gid || len(a.Groups) != 1 || a.Groups[0] != gid || a.Back != uid {
+		return ""
+	}
+	return a.Name
+}
+
+// Account is what a system's account files say of a uid: its name, its
+// primary gid, every group it is in, and the uid its name maps back to.
+type Account struct {
+	Name, UID, GID string
+	Groups         []string
+	Back           string
+}
+
+// lookupAccount reads this system's account files (a variable: the tests
+// give it others).
+var lookupAccount = func(uid string) (Account, error) {
+	u, err := user.LookupId(uid)
+	if err != nil {
+		return Account{}, err
+	}
+	gs, err := u.GroupIds()
+	if err != nil {
+		return Account{}, err
+	}
+	back, err := user.Lookup(u.Username)
+	if err != nil {
+		return Account{}, err
+	}
+	return Account{Name: u.Username, UID: u.Uid, GID: u.Gid, Groups: gs, Back: back.Uid}, nil
 }
 
 // TracedArgv is the argv strace (or lab crash's tracer) runs: the program itself, or the judged

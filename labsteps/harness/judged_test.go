@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -234,4 +235,79 @@ func alive(pid int) bool {
 	s := string(b)
 	i := strings.LastIndexByte(s, ')')
 	return i > 0 && i+2 < len(s) && s[i+2] != 'Z' && s[i+2] != 'X'
+}
+
+// accountFiles is a lookup over an /etc/passwd and /etc/group, as os/user
+// reads them: name, uid and gid from passwd; a uid's groups are its primary
+// gid and every group that lists its name.
+func accountFiles(passwd, group string) func(string) (harness.Account, error) {
+	return func(uid string) (harness.Account, error) {
+		byName := map[string][]string{}
+		var a harness.Account
+		for _, l := range strings.Split(strings.TrimSpace(passwd), "\n") {
+			f := strings.Split(l, ":")
+			if _, ok := byName[f[0]]; !ok {
+				byName[f[0]] = f
+			}
+			if f[2] == uid && a.Name == "" {
+				a = harness.Account{Name: f[0], UID: f[2], GID: f[3], Groups: []string{f[3]}}
+			}
+		}
+		if a.Name == "" {
+			return a, fmt.Errorf("no account of uid %s", uid)
+		}
+		for _, l := range strings.Split(strings.TrimSpace(group), "\n") {
+			f := strings.Split(l, ":")
+			if f[2] != a.GID && slices.Contains(strings.Split(f[3], ","), a.Name) {
+				a.Groups = append(a.Groups, f[2])
+			}
+		}
+		a.Back = byName[a.Name][2]
+		return a, nil
+	}
+}
+
+// TestStraceUser: strace runs a traced program by name only inside the
+// grading image, as exactly the step's identity with no other group, and
+// never a set-user-ID program; everywhere else the judged-exec step does.
+func TestStraceUser(t *testing.T) {
+	prog := filepath.Join(t.TempDir(), "queuectl")
+	if err := os.WriteFile(prog, []byte("#!/bin/sh\n"), 0o555); err != nil {
+		t.Fatal(err)
+	}
+	suid := filepath.Join(t.TempDir(), "sender")
+	if err := os.WriteFile(suid, []byte("#!/bin/sh\n"), 0o555); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(suid, 0o555|os.ModeSetuid); err != nil {
+		t.Fatal(err)
+	}
+	passwd, group := harness.Accounts(65533, 65533)
+	image := accountFiles(string(passwd), string(group))
+	base := &harness.Judged{UID: 65533, GID: 65533, Accounts: true}
+	step7 := base.ForStep(7)
+	tests := []struct {
+		name   string
+		j      *harness.Judged
+		prog   string
+		lookup func(string) (harness.Account, error)
+		want   string
+	}{
+		{"the image names each step's identity", step7, prog, image, "judged-step7"},
+		{"the last step id too", base.ForStep(16), prog, image, "judged-step16"},
+		{"no judged identity", nil, prog, image, ""},
+		{"outside the grading container", &harness.Judged{UID: 65540, GID: 65540}, prog, image, ""},
+		{"the base identity has no name", base, prog, image, ""},
+		{"a set-user-ID program", step7, suid, image, ""},
+		{"a program that is not there", step7, prog + "-gone", image, ""},
+		{"another gid", &harness.Judged{UID: 65540, GID: 65541, Accounts: true}, prog, image, ""},
+		{"a group of its own beside", step7, prog, accountFiles(string(passwd), string(group)+"docker:x:999:judged-step7\n"), ""},
+		{"its name maps to another uid first", step7, prog, accountFiles("judged-step7:x:0:0::/:/x\n"+string(passwd), string(group)), ""},
+		{"no account files", step7, prog, func(string) (harness.Account, error) { return harness.Account{}, os.ErrNotExist }, ""},
+	}
+	for _, tc := range tests {
+		if got := harness.StraceUser(tc.j, tc.prog, tc.lookup); got != tc.want {
+			t.Errorf("%s: got strace -u %q, want %q", tc.name, got, tc.want)
+		}
+	}
 }

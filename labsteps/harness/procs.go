@@ -108,7 +108,8 @@ func (h *Harness) launch(p *Proc, argv []string, traced string) {
 	// child left holding stdout would otherwise keep the harness waiting for
 	// an end of file that never comes.
 	// As the judged, when there is one (judged.go); strace stays the
-	// judge's, and the judged-exec step it runs drops to the judged.
+	// judge's, and drops to the judged itself (-u) or through the
+	// judged-exec step it runs.
 	p.cmd.SysProcAttr = h.Judged.ProcAttr()
 	if traced != "" {
 		p.cmd.SysProcAttr.Credential = nil

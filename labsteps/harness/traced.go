@@ -60,12 +60,15 @@ func (h *Harness) StartTraced(name, lane, prog string, clock int64, describe fun
 		h.Fatalf("start "+name+" under strace", "the lab's log dir", "the trace is written there", "%v", err)
 	}
 	t := &Traced{Proc: p, TraceFile: filepath.Join(h.LogDir, filepath.Base(p.Logs)+".trace"), DB: h.kernelPath(h.DB)}
-	progArgv, err := h.Judged.TracedArgv(filepath.Join(h.Bin, prog))
-	if err != nil {
-		h.Fatalf("start "+name+" under strace", "the program traced as the judged identity", "the trace must stay the judge's", "%v", err)
+	progArgv := []string{filepath.Join(h.Bin, prog)}
+	opts := systrace.Options{Out: t.TraceFile, Trace: calls, Timestamps: true, StringLimit: 48, User: h.Judged.straceUser(progArgv[0])}
+	if opts.User == "" {
+		var err error
+		if progArgv, err = h.Judged.TracedArgv(progArgv[0]); err != nil {
+			h.Fatalf("start "+name+" under strace", "the program traced as the judged identity", "the trace must stay the judge's", "%v", err)
+		}
 	}
-	argv := systrace.Args(systrace.Options{Out: t.TraceFile, Trace: calls, Timestamps: true, StringLimit: 48},
-		progArgv[0], append(progArgv[1:], args...)...)
+	argv := systrace.Args(opts, progArgv[0], append(progArgv[1:], args...)...)
 	h.launch(p, argv, t.TraceFile)
 	return t
 }

@@ -44,6 +44,10 @@ type Options struct {
 	// in Call.Time, so a wait can be measured from what the process did
 	// (its first refused lock attempt) rather than from when a poller saw it.
 	Timestamps bool
+	// User is the account strace runs the program as (strace -u): strace
+	// itself stays the caller's, so the trace stays out of the program's
+	// reach. Empty: the program runs as strace does.
+	User string
 }
 
 // Args is the whole strace command line that runs name with args under opts:
@@ -70,6 +74,9 @@ func Args(opts Options, name string, args ...string) []string {
 	}
 	for _, in := range opts.Inject {
 		argv = append(argv, "--inject="+in)
+	}
+	if opts.User != "" {
+		argv = append(argv, "-u", opts.User)
 	}
 	argv = append(argv, "-e", "signal=none", "--", name)
 	return append(argv, args...)

@@ -3,8 +3,11 @@ package systrace_test
 import (
 	"context"
 	"os"
+	"os/user"
 	"path/filepath"
+	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -183,4 +186,42 @@ func TestFiles(t *testing.T) {
 		}
 	}
 	t.Logf("strace needs %d files: %v", len(files), files)
+}
+
+// TestTraceAsUser: with Options.User the program runs as that account
+// (strace -u) while strace, and so the trace file, stays the caller's.
+func TestTraceAsUser(t *testing.T) {
+	if err := systrace.Available(); err != nil {
+		if os.Getenv("SNACKLAB_REQUIRE_STRACE") != "" {
+			t.Fatalf("SNACKLAB_REQUIRE_STRACE is set but %v", err)
+		}
+		t.Skip(err)
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("strace -u needs root")
+	}
+	u, err := user.Lookup("nobody")
+	if err != nil {
+		t.Skipf("no account nobody here: %v", err)
+	}
+	dir := t.TempDir()
+	out := filepath.Join(dir, "user.trace")
+	argv := systrace.Args(systrace.Options{Out: out, Trace: []string{"write"}, User: "nobody"}, "id", "-u")
+	if i, j := slices.Index(argv, "-u"), slices.Index(argv, "--"); i < 0 || j < i || argv[i+1] != "nobody" {
+		t.Fatalf("argv %q: want -u nobody before --", argv)
+	}
+	stdout, err := systrace.Command(context.Background(), systrace.Options{Out: out, Trace: []string{"write"}, User: "nobody"}, "id", "-u").Output()
+	if err != nil {
+		t.Fatalf("traced id: %v", err)
+	}
+	if got := strings.TrimSpace(string(stdout)); got != u.Uid {
+		t.Errorf("the traced program's uid: got %s, want nobody's %s", got, u.Uid)
+	}
+	fi, err := os.Stat(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := fi.Sys().(*syscall.Stat_t); st.Uid != 0 {
+		t.Errorf("the trace file's owner: got uid %d, want 0 (strace's, not the program's)", st.Uid)
+	}
 }
