@@ -71,6 +71,10 @@ type Config struct {
 	// plus n. The lab keeps its logs and traces where they cannot write
 	// (harness.Judged).
 	Judged *harness.Judged
+	// StopAt, when set, ends a step at its first failed check for which it
+	// holds (harness.StopAt): the self-test needs one rejection on a
+	// mutant's clause of a step, not the rest of it. Grading never sets it.
+	StopAt func(result.Check) bool
 }
 
 // RunSteps runs steps, at most cfg.Parallel at once, and hands each result to
@@ -148,6 +152,8 @@ func RunStep(ctx context.Context, cfg Config, s Step) (res result.Result) {
 	timeout := res.Limits.Step
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	ctx, stop := context.WithCancel(ctx) // StopAt's
+	defer stop()
 	dir, err := os.MkdirTemp(cfg.WorkRoot, fmt.Sprintf("snacklab-step%d-*", s.Num))
 	if err != nil {
 		res.Problem = err.Error()
@@ -159,6 +165,9 @@ func RunStep(ctx context.Context, cfg Config, s Step) (res result.Result) {
 		os.RemoveAll(dir)
 		res.Problem = "the step's directories: " + err.Error()
 		return res
+	}
+	if cfg.StopAt != nil {
+		h.StopAt(cfg.StopAt, stop)
 	}
 	h.Narrate("step %d: %s", s.Num, s.Title)
 	res.Problem = h.Do(s.run)

@@ -41,6 +41,11 @@ func gradeTarget(ctx context.Context, cfg SelftestConfig, t *target, dir string,
 // the results by the target's kind.
 func grade(ctx context.Context, cfg SelftestConfig, out *Outcome, bin, dir string, nums []int) {
 	lab := labsteps.Config{Bin: bin, WorkRoot: filepath.Join(dir, "steps"), StepTimeout: cfg.StepTimeout, Keep: cfg.Keep}
+	if out.Kind == KindMutant {
+		// A mutant's step has done its part at its first failure on the
+		// mutant's clause (rejectedOnClause): the rest of it is not run.
+		lab.StopAt = func(c result.Check) bool { return sharesClause(c.Clause, out.Clauses) }
+	}
 	if err := os.MkdirAll(lab.WorkRoot, 0o755); err != nil {
 		out.Error = err.Error()
 		return

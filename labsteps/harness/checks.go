@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
+	"sync/atomic"
 
 	"snacklab/labsteps/result"
 )
@@ -52,6 +53,10 @@ func (h *Harness) record(c result.Check) {
 		c.TimedOut = true
 		c.Observed += fmt.Sprintf(" (the step's time limit of %v had been reached)", h.Limits.Step)
 	}
+	if !c.OK && !c.TimedOut && h.stop.stopped() {
+		c.TimedOut = true
+		c.Observed += " (the step had been stopped at a failed check: StopAt)"
+	}
 	if c.TimedOut {
 		c.Observed += "; timed out — " + h.Limits.String()
 	}
@@ -68,8 +73,36 @@ func (h *Harness) record(c result.Check) {
 	}
 	h.Narrate("%s %s\n      expected: %s\n      observed: %s\n      why: %s", mark, c.What, c.Expected, c.Observed, c.Why)
 	h.Event(result.LaneHarness, "check", mark+" "+c.What, result.NoClock, true)
+	h.stop.check(c)
 	panic(stepFailed{})
 }
+
+// stopper ends a step at the first failed check its rule holds for.
+type stopper struct {
+	at   func(result.Check) bool
+	stop context.CancelFunc
+	done atomic.Bool
+}
+
+// StopAt ends the step, every part of it, at the first failed check for
+// which at holds: its processes are ended and its waits return, and a check
+// that fails after that counts as a wait that ran out (TimedOut), never as
+// a wrong answer. stop cancels the context the harness was made with. The
+// self-test sets it to "a check on the mutant's clause": one rejection is
+// all it needs of a step. Call it before the step starts.
+func (h *Harness) StopAt(at func(result.Check) bool, stop context.CancelFunc) {
+	h.stop = &stopper{at: at, stop: stop}
+}
+
+// check stops the step when c is a failure the rule holds for.
+func (s *stopper) check(c result.Check) {
+	if s != nil && !c.OK && !c.TimedOut && s.at(c) && !s.done.Swap(true) {
+		s.stop()
+	}
+}
+
+// stopped reports whether the step has been stopped.
+func (s *stopper) stopped() bool { return s != nil && s.done.Load() }
 
 // stepTimeUp reports whether the step's time limit has been reached.
 func (h *Harness) stepTimeUp() bool {

@@ -43,6 +43,7 @@ type Harness struct {
 	waited  time.Duration
 
 	parent *Harness // set for a part run by Parallel
+	stop   *stopper // StopAt's rule, shared by the step's parts
 
 	mu      sync.Mutex
 	events  []result.Event
@@ -145,7 +146,7 @@ func (h *Harness) Parallel(parts ...Part) {
 	panics := make([]any, len(parts))
 	var wg sync.WaitGroup
 	for i, p := range parts {
-		sub := &Harness{ctx: h.ctx, Root: h.Root, Dir: h.Dir, LogDir: h.LogDir, Judged: h.Judged, Bin: h.Bin, DB: h.DB,
+		sub := &Harness{ctx: h.ctx, Root: h.Root, Dir: h.Dir, LogDir: h.LogDir, Judged: h.Judged, Bin: h.Bin, DB: h.DB, stop: h.stop,
 			began: h.began, WaitLimit: h.WaitLimit, Limits: h.Limits, parent: h, part: cmp.Or(h.part, p.Name)}
 		subs[i] = sub
 		wg.Add(1)
