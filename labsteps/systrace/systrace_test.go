@@ -206,11 +206,12 @@ func TestTraceAsUser(t *testing.T) {
 	}
 	dir := t.TempDir()
 	out := filepath.Join(dir, "user.trace")
-	argv := systrace.Args(systrace.Options{Out: out, Trace: []string{"write"}, User: "nobody"}, "id", "-u")
+	opts := systrace.Options{Out: out, Trace: []string{"write"}, User: "nobody"}
+	argv := systrace.Args(opts, "id", "-u")
 	if i, j := slices.Index(argv, "-u"), slices.Index(argv, "--"); i < 0 || j < i || argv[i+1] != "nobody" {
 		t.Fatalf("argv %q: want -u nobody before --", argv)
 	}
-	stdout, err := systrace.Command(context.Background(), systrace.Options{Out: out, Trace: []string{"write"}, User: "nobody"}, "id", "-u").Output()
+	stdout, err := systrace.Command(context.Background(), opts, "id", "-u").Output()
 	if err != nil {
 		t.Fatalf("traced id: %v", err)
 	}
