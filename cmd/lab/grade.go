@@ -23,7 +23,7 @@ const gradeUsage = `usage: lab grade [flags] SUBMISSION...
 Grades a cohort. A SUBMISSION is a learner's copy of the module (a directory
 with go.mod) or a directory of static executables queuectl, sender and
 receiver. By default every submission is built and run in Docker containers:
-no network, a read-only root, an unprivileged user, memory, CPU, pids and
+no network, a root the submission cannot write, an unprivileged user, memory, CPU, pids and
 wall-clock limits (see --memory, --cpus, --pids, --wall); it needs a Docker
 engine. --isolate pod grades where there is no Docker engine, inside a
 boundary someone else made (a Kubernetes pod, docs/kubernetes.md): the lab,

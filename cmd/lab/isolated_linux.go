@@ -32,3 +32,25 @@ func init() {
 	}
 	fmt.Fprintln(os.Stderr, isolatedMarker)
 }
+
+// rootMode is the grading container's root directory once the lab has
+// prepared it for the judged: rwx for root, r-x for anyone else, and no
+// group bits. With group bits, the kernel asks the file system for the
+// directory's POSIX ACL at every path lookup a non-owner makes through it
+// (acl_permission_check); under Docker's fuse-overlayfs driver that is a
+// round trip to the FUSE daemon each time, uncached: 20–45 µs a lookup
+// against 1.3 µs, and about a third more CPU for every program the judged
+// run (docs/grading.md, *Where it goes*). Root's own lookups never ask.
+const rootMode = 0o705
+
+// openRoot gives the grading container's root directory rootMode. Only the
+// lab that is PID 1 of a grading container does it (never a lab run on a
+// host with the variable set, as internal/isolate's check of the binary
+// does); where the root is read-only (a pod, an engine that mounts it so)
+// it stays as it is: that costs time, not safety.
+func openRoot() {
+	if os.Getenv(isolatedEnv) != "1" || os.Getpid() != 1 {
+		return
+	}
+	_ = os.Chmod("/", rootMode)
+}

@@ -321,7 +321,9 @@ func judgedIDs(uid, gid int, sub string) (*harness.Judged, error) {
 		return nil, fmt.Errorf("--judged-uid: the lab's own path: %w", err)
 	}
 	// Inside the grading container the account files are the image's
-	// (harness.Accounts), so strace can run a traced program by name.
+	// (harness.Accounts), so strace can run a traced program by name, and
+	// the root directory is made cheap for the judged to look paths up in.
+	openRoot()
 	return &harness.Judged{UID: uint32(uid), GID: uint32(gid), Exec: []string{self, harness.JudgedExecCommand},
 		Accounts: os.Getenv(isolatedEnv) == "1"}, nil
 }

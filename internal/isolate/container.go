@@ -41,7 +41,8 @@ func rwBind(src, dst string) dc.HostMount {
 }
 
 // createContainer creates (not starts) a container of the engine's image
-// with no network, a read-only root, no capabilities, and the spec's
+// with no network, a root the judged cannot write (read-only for builds),
+// no capabilities, and the spec's
 // limits. It returns the container's id whenever one exists, also with an
 // error.
 func (e *Engine) createContainer(ctx context.Context, sp containerSpec) (string, error) {
@@ -86,12 +87,19 @@ func (e *Engine) createContainer(ctx context.Context, sp containerSpec) (string,
 			// resolv.conf then, so a lookup asks 127.0.0.1:53 and [::1]:53,
 			// the container's own loopback; DNS keeps a resolver, should
 			// one be written, on that loopback too.
-			NetworkMode:    "none",
-			DNS:            []string{"127.0.0.1"},
-			IpcMode:        "none",
-			Mounts:         sp.mounts,
-			Tmpfs:          tmpfs,
-			ReadonlyRootfs: true,
+			NetworkMode: "none",
+			DNS:         []string{"127.0.0.1"},
+			IpcMode:     "none",
+			Mounts:      sp.mounts,
+			Tmpfs:       tmpfs,
+			// A build's root is read-only. A run's is not, only so that the
+			// lab, its PID 1 and root, can take the group bits off "/"
+			// (cmd/lab's openRoot: without that every path lookup the judged
+			// make costs a round trip to a FUSE driver's daemon). Nothing in
+			// the image is writable by the judged either way: every file and
+			// directory is root's, none is writable by others, and the
+			// writable places are the tmpfs mounts.
+			ReadonlyRootfs: sp.user != JudgeUser,
 			CapDrop:        []string{"ALL"},
 			CapAdd:         sp.caps,
 			SecurityOpt:    []string{"no-new-privileges:true"},

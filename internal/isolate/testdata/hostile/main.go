@@ -201,6 +201,10 @@ func writeProbe() {
 	try("chmod", os.Chmod(self, 0o777))
 	try("/pwned", os.WriteFile("/pwned", []byte("pwned\n"), 0o644))
 	try("/etc/pwned", os.WriteFile("/etc/pwned", []byte("pwned\n"), 0o644))
+	try("chmod /", os.Chmod("/", 0o777))
+	if fi, err := os.Stat("/"); err == nil {
+		res = append(res, fmt.Sprintf("/mode=%o", fi.Mode().Perm()))
+	}
 	f, err := os.OpenFile("/lab", os.O_WRONLY, 0)
 	if err == nil {
 		f.Close()
