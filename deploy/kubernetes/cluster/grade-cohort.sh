@@ -196,8 +196,12 @@ log "host grading took ${host_s}s"
 # ---- compare: equal byte for byte once what differs between runs is blanked
 # The list is deploy/image/sim_test.go's `volatile`, plus the two places a
 # path differs: the results (--out) and the cohort, pod mounts vs host dirs.
+# The teacher's replay lines name the lab by the path it ran from: the pod's
+# command (/usr/local/bin/lab) there, the script's copy here.
+pod_lab=$(jq -r '.spec.template.spec.containers[0].command[0] // "lab"' <<<"$grade_job")
 normalize() { # file: its bytes with the volatile parts blanked
-	OUTK="$results_mount/" OUTH="$out/host/" COHK="$cohort_mount/" COHH="$cohort/" perl -0pe '
+	LABK="$pod_lab" LABH="$out/lab" OUTK="$results_mount/" OUTH="$out/host/" COHK="$cohort_mount/" COHH="$cohort/" perl -0pe '
+		s{\Q$ENV{LABH}\E(?=\s)}{<lab>}g; s{\Q$ENV{LABK}\E(?=\s)}{<lab>}g;
 		s{\Q$ENV{OUTH}\E}{<out>/}g; s{\Q$ENV{OUTK}\E(shard-[0-9]+/)?}{<out>/}g;
 		s{\Q$ENV{COHH}\E}{<cohort>/}g; s{\Q$ENV{COHK}\E}{<cohort>/}g;
 		s{snacklab-step[0-9]+-[0-9]+}{<v>}g;
