@@ -496,7 +496,7 @@ func TestHostileCohort(t *testing.T) {
 		// The root is root's and writable by root alone (the lab took its
 		// group bits off: /mode=705); the submission's programs are a
 		// read-only mount.
-		for _, want := range []string{"/sub/pwned=EROFS", "chmod=EROFS", "/pwned=EACCES", "/etc/pwned=EACCES", "chmod /=EPERM", "/mode=705",
+		for _, want := range []string{"/sub/pwned=EROFS", "chmod=EROFS", "/pwned=EACCES", "/etc/pwned=EACCES", "chmod /=EPERM", "/mode=705", "writable=none",
 			"/proc/1/fd/1=EACCES", "/proc/1/fd/2=EACCES"} {
 			if !strings.Contains(all, want) {
 				t.Errorf("expected the program's report to contain %q; outputs:\n%s", want, clip(all))

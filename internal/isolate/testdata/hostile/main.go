@@ -10,7 +10,8 @@
 //	       interfaces; exit 1
 //	write  write outside its directory: /sub, /, the lab binary, /etc, and
 //	       the lab's own stdout and stderr through /proc/1/fd (a forged
-//	       results.json); exit 1
+//	       results.json); chmod /; list every directory it could write
+//	       outside its scratch; exit 1
 //	forge  attack the judge from the judged's seat (issue #19): plant a
 //	       FIFO at the step's lab.log and symlinks where the lab writes its
 //	       logs, append fsync lines to its own strace output, read the lab
@@ -205,6 +206,7 @@ func writeProbe() {
 	if fi, err := os.Stat("/"); err == nil {
 		res = append(res, fmt.Sprintf("/mode=%o", fi.Mode().Perm()))
 	}
+	res = append(res, "writable="+writableDirs())
 	f, err := os.OpenFile("/lab", os.O_WRONLY, 0)
 	if err == nil {
 		f.Close()
@@ -220,6 +222,30 @@ func writeProbe() {
 	}
 	fmt.Fprintf(os.Stderr, "hostile write: %s\n", strings.Join(res, " "))
 	os.Exit(1)
+}
+
+// writableDirs lists every directory of the container's file system this
+// process may write, outside its scratch (/tmp, /work) and the kernel's
+// (/proc, /sys, /dev): "none" when there is none, as there must be.
+func writableDirs() string {
+	var found []string
+	filepath.WalkDir("/", func(p string, d os.DirEntry, err error) error {
+		if err != nil || !d.IsDir() {
+			return nil
+		}
+		switch p {
+		case "/proc", "/sys", "/dev", "/tmp", "/work":
+			return filepath.SkipDir
+		}
+		if syscall.Access(p, 2 /* W_OK */) == nil {
+			found = append(found, p)
+		}
+		return nil
+	})
+	if len(found) == 0 {
+		return "none"
+	}
+	return strings.Join(found, ",")
 }
 
 func forkBomb() {
