@@ -120,6 +120,7 @@ func RunStep(ctx context.Context, cfg Config, s Step) (res result.Result) {
 	t0 := time.Now()
 	res = result.Result{Step: s.Step}
 	defer func() { res.Took = time.Since(t0) }()
+	parent := ctx // canceled only by whoever started the run: an interrupt
 	bin, err := filepath.Abs(cfg.Bin)
 	if err == nil {
 		err = CheckBin(bin)
@@ -171,6 +172,9 @@ func RunStep(ctx context.Context, cfg Config, s Step) (res result.Result) {
 	}
 	h.Narrate("step %d: %s", s.Num, s.Title)
 	res.Problem = h.Do(s.run)
+	if res.Problem != "" {
+		res.NotJudged = result.Error // the step's own code went wrong, not the implementation
+	}
 	// Do ended the process groups the step started; a program that left
 	// its group (setsid) is ended here, with every other of the step's
 	// identity, before the step's files are kept or removed.
@@ -186,13 +190,21 @@ func RunStep(ctx context.Context, cfg Config, s Step) (res result.Result) {
 		res.Problem = fmt.Sprintf("time limit of %v reached", timeout)
 		res.TimedOut = true
 	}
+	if !res.Pass && errors.Is(parent.Err(), context.Canceled) {
+		res.NotJudged = result.Interrupted
+		if res.Problem == "" {
+			res.Problem = "the run was interrupted before the step ended"
+		}
+	}
 	// TIMEOUT only when every failure was a wait running out: a wrong
 	// answer in one part is a FAIL whatever another part waited for.
 	if fails := res.Failures(); len(fails) > 0 && !slices.ContainsFunc(fails, func(c result.Check) bool { return !c.TimedOut }) {
 		res.TimedOut = true
 	}
 	res.Dir, res.LogDir = dir, h.LogDir
-	if res.Pass && !cfg.Keep {
+	if (res.Pass || res.NotJudged == result.Interrupted) && !cfg.Keep {
+		// An interrupted step's files show nothing worth keeping: the
+		// run was stopped, not judged.
 		os.RemoveAll(dir)
 		res.Dir, res.LogDir = "", ""
 	} else if err := h.WriteLogs(); err != nil && res.Problem == "" {

@@ -23,9 +23,16 @@ import (
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := interruptible()
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
+	var sig interrupted
+	if errors.As(context.Cause(ctx), &sig) && ctx.Err() != nil {
+		// Whatever the run returned, it was cut short: say so, and exit as
+		// a shell expects of a program a signal stopped (130, 143).
+		fmt.Fprintf(os.Stderr, "lab: interrupted by %v: what ran was not judged, and its work dirs were removed\n", sig.Signal)
+		os.Exit(128 + int(sig.Signal))
+	}
 	if err != nil {
 		var f failed
 		if !errors.As(err, &f) {
@@ -36,6 +43,31 @@ func main() {
 		}
 		os.Exit(1)
 	}
+}
+
+// interrupted is the cause of a context a signal ended.
+type interrupted struct{ Signal syscall.Signal }
+
+func (i interrupted) Error() string { return "interrupted by " + i.Signal.String() }
+
+// interruptible is a context that SIGINT or SIGTERM cancels, with the
+// signal as its cause (interrupted): every step and build then stops, and
+// what it reported says INTERRUPTED, never TIMEOUT or FAIL.
+func interruptible() (context.Context, func()) {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case s := <-sigs:
+			if n, ok := s.(syscall.Signal); ok {
+				cancel(interrupted{n})
+			}
+		case <-done:
+		}
+	}()
+	return ctx, func() { signal.Stop(sigs); close(done); cancel(nil) }
 }
 
 // failed is the error of a run in which some step failed; the steps have
@@ -263,18 +295,13 @@ func calibrate(ctx context.Context, cfg labsteps.Config, stdout io.Writer) resul
 	return cal
 }
 
-// timedOutNote says how many failures were time-outs rather than wrong answers.
+// timedOutNote says how many steps were not judged rather than failed.
 func timedOutNote(rs []result.Result) string {
-	n := 0
-	for _, r := range rs {
-		if r.TimedOut {
-			n++
-		}
-	}
+	n := result.CountNotJudged(rs)
 	if n == 0 {
 		return ""
 	}
-	return fmt.Sprintf(" (%d timed out: a wait ran out, not a wrong answer; re-run on a quieter machine)", n)
+	return fmt.Sprintf(" (%d not judged: TIMEOUT, INTERRUPTED or ERROR is not a wrong answer; re-run, on a quieter machine if it timed out)", n)
 }
 
 func countFailed(rs []result.Result) int {

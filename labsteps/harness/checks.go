@@ -57,6 +57,12 @@ func (h *Harness) record(c result.Check) {
 		c.TimedOut = true
 		c.Observed += " (the step had been stopped at a failed check: StopAt)"
 	}
+	if !c.OK && !c.TimedOut && errors.Is(h.ctx.Err(), context.Canceled) {
+		// Ctrl-C or SIGTERM ended the run: what failed after that was cut
+		// short, not answered wrongly (the runner calls the step INTERRUPTED).
+		c.TimedOut = true
+		c.Observed += " (the run had been interrupted)"
+	}
 	if c.TimedOut {
 		c.Observed += "; timed out — " + h.Limits.String()
 	}

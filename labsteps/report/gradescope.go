@@ -16,7 +16,11 @@ import (
 // specification; extra_data carries what a reader of the file (lab grade's
 // tables, lab tables) needs beyond it.
 type Gradescope struct {
-	Score         float64          `json:"score"`
+	Score float64 `json:"score"`
+	// NotGraded leaves every score out of the file: some part was not
+	// judged, and Gradescope shows no score rather than one the grader's
+	// own trouble made (Output says why, and that a regrade will follow).
+	NotGraded     bool             `json:"-"`
 	OutputFormat  string           `json:"output_format"`
 	ExecutionTime float64          `json:"execution_time"`
 	Output        string           `json:"output"`
@@ -70,7 +74,27 @@ func EncodeGradescope(w io.Writer, g Gradescope) error {
 	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
+	if g.NotGraded {
+		return enc.Encode(unscored(g))
+	}
 	return enc.Encode(g)
+}
+
+// unscored is g as JSON with no score anywhere (Gradescope.NotGraded).
+func unscored(g Gradescope) any {
+	type test struct {
+		GradescopeTest
+		Score *float64 `json:"score,omitempty"`
+	}
+	out := struct {
+		Gradescope
+		Score *float64 `json:"score,omitempty"`
+		Tests []test   `json:"tests"`
+	}{Gradescope: g}
+	for _, t := range g.Tests {
+		out.Tests = append(out.Tests, test{GradescopeTest: t})
+	}
+	return out
 }
 
 // TestOf is a part's test: its title, number ("6.c"), points, status and
@@ -79,6 +103,9 @@ func EncodeGradescope(w io.Writer, g Gradescope) error {
 func TestOf(p PartScore, s Scheme) GradescopeTest {
 	t := GradescopeTest{Name: p.Title(), Number: p.Key(), Score: p.Score, MaxScore: p.Points, Status: "failed",
 		Output: p.Explain(), Visibility: s.VisibilityOf(p.Step.Num, p.ID)}
+	// Gradescope knows passed and failed only: a part not judged is
+	// "failed" there, with no score (Gradescope.NotGraded) and its output
+	// saying it was not judged.
 	if p.Status() == "passed" {
 		t.Status = "passed"
 	}
@@ -116,7 +143,7 @@ func WriteGradescope(w io.Writer, results []result.Result, took time.Duration) e
 // given) split among its parts by s.
 func GradescopeOf(results []result.Result, took time.Duration, s Scheme, points map[int]float64) Gradescope {
 	g := Gradescope{ExecutionTime: took.Seconds(), Visibility: s.Whole()}
-	passed, parts, partsPassed := 0, 0, 0
+	passed, parts, partsPassed, unjudged := 0, 0, 0, 0
 	for _, r := range results {
 		pts, ok := points[r.Step.Num]
 		if !ok {
@@ -131,15 +158,19 @@ func GradescopeOf(results []result.Result, took time.Duration, s Scheme, points 
 			g.Score += t.Score
 			g.Tests = append(g.Tests, t)
 			parts++
-			if p.Status() == "passed" {
+			switch p.Status() {
+			case "passed":
 				partsPassed++
+			case result.NotJudgedWord:
+				unjudged++
 			}
 		}
 	}
 	g.Score = Round(g.Score)
 	g.Output = fmt.Sprintf("%d of %d lab steps passed; %d of %d parts; graded against %s.", passed, len(results), partsPassed, parts, result.ContractText)
-	if n := result.CountTimedOut(results); n > 0 {
-		g.Output += fmt.Sprintf(" %d timed out (TIMEOUT: a wait ran out, not a wrong answer; re-run on a quieter machine).", n)
+	if unjudged > 0 {
+		g.Output += fmt.Sprintf("\nNOT GRADED: %d part(s) not judged (TIMEOUT, INTERRUPTED or ERROR: the lab could not judge them, which is not a wrong answer). No score is given until they are judged: a regrade will follow; on your machine, re-run (on a quieter machine if they timed out).", unjudged)
+		g.NotGraded = true
 	}
 	ex := RunExtra{Contract: result.ContractVersion}
 	if len(results) > 0 && results[0].Limits.Wait > 0 {

@@ -45,6 +45,15 @@ func JUnitCases(parts []PartScore, class string) []JUnitCase {
 		switch p.Status() {
 		case "not run":
 			tc.Skipped = &JUnitFailure{Message: "not run"}
+		case result.NotJudgedWord:
+			msg := string(p.NotJudged)
+			if len(p.Failures) > 0 {
+				msg += ": " + p.Failures[0].Cause()
+			} else if p.Problem != "" {
+				first, _, _ := strings.Cut(p.Problem, "\n")
+				msg += ": " + first
+			}
+			tc.Error = &JUnitFailure{Message: "not judged, " + msg, Type: "LabNotJudged", Text: p.Explain()}
 		case "failed", "flaky":
 			typ, msg := "LabStepFailed", "failed"
 			if len(p.Failures) > 0 {
@@ -55,11 +64,8 @@ func JUnitCases(parts []PartScore, class string) []JUnitCase {
 			} else if p.Problem != "" {
 				msg, _, _ = strings.Cut(p.Problem, "\n")
 			}
-			switch {
-			case p.Flaky():
+			if p.Flaky() {
 				typ, msg = "LabStepFlaky", fmt.Sprintf("flaky: passed %d of %d runs; %s", p.Passes, p.Runs, msg)
-			case p.TimedOut:
-				typ, msg = "LabStepTimedOut", "timed out: "+msg
 			}
 			tc.Failure = &JUnitFailure{Message: msg, Type: typ, Text: p.Explain()}
 		}
@@ -84,7 +90,7 @@ type JUnitSuite struct {
 	Name      string          `xml:"name,attr"`
 	Tests     int             `xml:"tests,attr"`
 	Failures  int             `xml:"failures,attr"`
-	Errors    int             `xml:"errors,attr"` // always 0: a step either passes or fails
+	Errors    int             `xml:"errors,attr"` // parts the lab could not judge (not judged: an error, not a failure)
 	Skipped   int             `xml:"skipped,attr"`
 	Time      JUnitSeconds    `xml:"time,attr"`
 	Props     JUnitProperties `xml:"properties,omitempty"`
@@ -92,8 +98,8 @@ type JUnitSuite struct {
 	SystemOut string          `xml:"system-out,omitempty"`
 }
 
-// JUnitCase is one <testcase>: a failure when Failure is set, skipped when
-// Skipped is. The schema forbids <properties> inside a testcase, so
+// JUnitCase is one <testcase>: a failure when Failure is set, an error
+// (not judged) when Error is, skipped when Skipped is. The schema forbids <properties> inside a testcase, so
 // EncodeJUnit moves Props up to the suite's properties, each named
 // "CASE.NAME" (step8_crash.points): a per-step figure stays in the file
 // where every reader accepts it.
@@ -103,6 +109,7 @@ type JUnitCase struct {
 	Time      JUnitSeconds    `xml:"time,attr"`
 	Props     JUnitProperties `xml:"-"`
 	Failure   *JUnitFailure   `xml:"failure,omitempty"`
+	Error     *JUnitFailure   `xml:"error,omitempty"` // not judged: the grader's trouble, not the code's
 	Skipped   *JUnitFailure   `xml:"skipped,omitempty"`
 	SystemOut string          `xml:"system-out,omitempty"`
 }
@@ -161,6 +168,9 @@ func EncodeJUnit(w io.Writer, suites ...JUnitSuite) error {
 		for _, c := range s.Cases {
 			if c.Failure != nil {
 				s.Failures++
+			}
+			if c.Error != nil {
+				s.Errors++
 			}
 			if c.Skipped != nil {
 				s.Skipped++

@@ -87,21 +87,32 @@ type PartScore struct {
 	Score    float64
 	Passes   int
 	Runs     int            // 0: not run
-	Failures []result.Check // from the first run in which the part failed
+	Wrong    int            // runs in which it failed on a wrong answer
+	Failures []result.Check // from the first run in which the part failed (a wrong answer's first)
 	TimedOut bool           // that failure was a wait running out
 	Problem  string         // that run's harness went wrong, or it was not reported (result.Result.Problem)
+	// NotJudged is why a run was not judged (TIMEOUT, INTERRUPTED, ERROR):
+	// the first such run's verdict; "" when every run was judged.
+	NotJudged result.Verdict
 }
 
-// Flaky says the part passed in some runs and failed in others: it scores 0.
-func (p PartScore) Flaky() bool { return p.Passes > 0 && p.Passes < p.Runs }
+// Flaky says the part passed in some runs and failed on a wrong answer in
+// others: it scores 0.
+func (p PartScore) Flaky() bool { return p.Passes > 0 && p.Wrong > 0 }
 
-// Status is passed, failed, flaky or not run.
+// Status is passed, failed, flaky, not judged (no wrong answer, and some
+// run the lab could not judge: it scores nothing and counts for nothing)
+// or not run.
 func (p PartScore) Status() string {
 	switch {
 	case p.Runs == 0:
 		return "not run"
 	case p.Flaky():
 		return "flaky"
+	case p.Wrong > 0:
+		return "failed"
+	case p.NotJudged != "":
+		return result.NotJudgedWord
 	case p.Passes == p.Runs:
 		return "passed"
 	}
@@ -153,9 +164,19 @@ func ScoreRuns(step result.Step, runs []result.Result, points float64, s Scheme)
 		for _, r := range runs {
 			o := outcomeOf(r, p.Name, i)
 			p.Runs++
-			if o.Pass {
+			switch {
+			case o.Pass:
 				p.Passes++
-			} else if p.Failures == nil && p.Problem == "" {
+				continue
+			case o.Verdict.Judged():
+				if p.Wrong == 0 { // a wrong answer explains the part better than a wait
+					p.Failures, p.TimedOut, p.Problem = nil, false, ""
+				}
+				p.Wrong++
+			case p.NotJudged == "":
+				p.NotJudged = o.Verdict
+			}
+			if p.Failures == nil && p.Problem == "" {
 				p.Failures, p.TimedOut, p.Problem = o.Failures, o.TimedOut, r.Problem
 			}
 		}
@@ -175,7 +196,7 @@ func outcomeOf(r result.Result, name string, i int) result.PartOutcome {
 			return o
 		}
 	}
-	return result.PartOutcome{Failures: r.Failures(), TimedOut: r.TimedOut}
+	return result.PartOutcome{Failures: r.Failures(), TimedOut: r.TimedOut, Verdict: r.Verdict()}
 }
 
 // Explain is the part's output for a learner: its verdict and every
@@ -183,10 +204,13 @@ func outcomeOf(r result.Result, name string, i int) result.PartOutcome {
 func (p PartScore) Explain() string {
 	var b strings.Builder
 	verdict := strings.ToUpper(p.Status())
-	if p.TimedOut && p.Status() == "failed" {
-		verdict = string(result.Timeout) // a wait ran out: not a wrong answer
+	if p.Status() == result.NotJudgedWord {
+		verdict = string(p.NotJudged) // TIMEOUT, INTERRUPTED, ERROR: not a wrong answer
 	}
 	fmt.Fprintf(&b, "%s  %s  %s of %s points\n", verdict, p.Title(), num(p.Score), num(p.Points))
+	if p.Status() == result.NotJudgedWord {
+		b.WriteString(NotJudgedNote + "\n")
+	}
 	if p.Runs > 1 {
 		fmt.Fprintf(&b, "Passed %d of %d runs.", p.Passes, p.Runs)
 		if p.Flaky() {
@@ -202,6 +226,9 @@ func (p PartScore) Explain() string {
 	}
 	return b.String()
 }
+
+// NotJudgedNote is what every report says of a part the lab could not judge.
+const NotJudgedNote = "Not judged: the lab could not judge this part (a limit the grader set ran out, the run was interrupted, or the lab itself erred), so it is not a judgement of your code; it scores nothing and counts for nothing until it is judged again."
 
 // Round rounds a sum of points to a millionth: parts' shares (12.5/15)
 // add up to their step's points exactly, as a reader compares them.

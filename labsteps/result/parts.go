@@ -36,6 +36,10 @@ type PartOutcome struct {
 	TimedOut bool    // a failure of the part was a wait running out
 	Checks   int     // checks made in the part
 	Failures []Check // the part's failed checks, then those of the step outside any part
+	// Verdict is PASS, FAIL (some failure was a wrong answer), or why the
+	// part was not judged: TIMEOUT (every failure was a wait running out),
+	// or the step's NotJudged when it failed without a wrong answer.
+	Verdict Verdict
 }
 
 // PartOutcomes says how each part of the step did, in the order the step
@@ -45,7 +49,7 @@ type PartOutcome struct {
 // the harness fails every part: they were not all seen to pass.
 func (r Result) PartOutcomes() []PartOutcome {
 	if len(r.Parts) == 0 {
-		p := PartOutcome{Pass: r.Pass, TimedOut: r.TimedOut, Checks: len(r.Checks), Failures: r.Failures()}
+		p := PartOutcome{Pass: r.Pass, TimedOut: r.TimedOut, Checks: len(r.Checks), Failures: r.Failures(), Verdict: r.Verdict()}
 		return []PartOutcome{p}
 	}
 	var outside []Check
@@ -74,9 +78,34 @@ func (r Result) PartOutcomes() []PartOutcome {
 		// A failed step with no failed check says nowhere where it went
 		// wrong: no part was seen to pass.
 		p.Pass = len(p.Failures) == 0 && r.Problem == "" && (r.Pass || r.Failed() != nil)
+		p.Verdict = partVerdict(p, r)
 		out[i] = p
 	}
 	return out
+}
+
+// partVerdict is p's verdict in r: a wrong answer judges it FAIL; failures
+// that were all waits running out leave it not judged (TIMEOUT), as does a
+// step the lab could not judge; a step that failed with a problem of the
+// implementation's own (its programs missing) judges it FAIL.
+func partVerdict(p PartOutcome, r Result) Verdict {
+	if p.Pass {
+		return Pass
+	}
+	for _, c := range p.Failures {
+		if !c.TimedOut {
+			return Fail
+		}
+	}
+	switch {
+	case len(p.Failures) > 0:
+		return Timeout
+	case r.NotJudged != "":
+		return r.NotJudged
+	case r.TimedOut:
+		return Timeout
+	}
+	return Fail
 }
 
 func (r Result) hasPart(name string) bool {

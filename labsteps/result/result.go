@@ -43,15 +43,39 @@ type Check struct {
 	Part string `json:"part,omitempty"`
 }
 
-// Verdict is a result's one word: PASS, FAIL or TIMEOUT.
+// Verdict is a result's one word. PASS and FAIL judge the implementation;
+// the others say the lab could not judge it (Judged is false): a step or
+// part with such a verdict scores nothing and counts for nothing, and a
+// grade that has one is "not graded", never a number below full marks
+// that the grader's own trouble put there.
 type Verdict string
 
 // The verdicts.
 const (
-	Pass    Verdict = "PASS"
-	Fail    Verdict = "FAIL"    // a wrong answer, or the harness went wrong
-	Timeout Verdict = "TIMEOUT" // a wait ran out: see Result.TimedOut
+	Pass        Verdict = "PASS"
+	Fail        Verdict = "FAIL"        // a wrong answer: the implementation was judged and did not pass
+	Timeout     Verdict = "TIMEOUT"     // not judged: a wait or a limit the grader set ran out (see Result.TimedOut)
+	Interrupted Verdict = "INTERRUPTED" // not judged: the run was stopped (Ctrl-C, SIGTERM) before it ended
+	Error       Verdict = "ERROR"       // not judged: the lab or the grader itself went wrong
 )
+
+// Judged says the verdict judges the implementation: PASS or FAIL.
+func (v Verdict) Judged() bool { return v == Pass || v == Fail }
+
+// Word is the verdict in the three-word vocabulary every output shares:
+// passed, failed, or not judged.
+func (v Verdict) Word() string {
+	switch v {
+	case Pass:
+		return "passed"
+	case Fail:
+		return "failed"
+	}
+	return NotJudgedWord
+}
+
+// NotJudgedWord is how every output names a verdict that is not a judgement.
+const NotJudgedWord = "not judged"
 
 // Result is what one step found.
 type Result struct {
@@ -71,6 +95,10 @@ type Result struct {
 	// running, output still open, the step's time limit), not because of a
 	// wrong answer: on a busy machine, re-run before believing it.
 	TimedOut bool `json:"timed_out,omitempty"`
+	// NotJudged says the lab could not judge the step for a reason other
+	// than a wait running out (TimedOut): Interrupted or Error; Problem
+	// says more. "" when it was judged, or only timed out.
+	NotJudged Verdict `json:"not_judged,omitempty"`
 	// Limits are the waits the step ran with, and the calibration they
 	// were derived from.
 	Limits Limits `json:"limits"`
@@ -79,16 +107,29 @@ type Result struct {
 	Parts []string `json:"parts,omitempty"`
 }
 
-// Verdict is PASS, FAIL (a wrong answer, or the harness went wrong) or
-// TIMEOUT (a wait ran out: see TimedOut).
+// Verdict is PASS, FAIL (a wrong answer), or why the step was not judged:
+// TIMEOUT (a wait ran out: see TimedOut), INTERRUPTED or ERROR (NotJudged).
+// A step with a wrong answer in one part is FAIL whatever stopped another.
 func (r Result) Verdict() Verdict {
 	switch {
 	case r.Pass:
 		return Pass
+	case r.NotJudged != "" && !r.wrong():
+		return r.NotJudged
 	case r.TimedOut:
 		return Timeout
 	}
 	return Fail
+}
+
+// wrong says some check failed on a wrong answer (not a wait running out).
+func (r Result) wrong() bool {
+	for _, c := range r.Checks {
+		if !c.OK && !c.TimedOut {
+			return true
+		}
+	}
+	return false
 }
 
 // Failed is the first check that failed the step, or nil. A step's parts
@@ -200,10 +241,30 @@ func (r Result) Detail() string {
 		return ""
 	}
 	var b strings.Builder
+	if r.Verdict() == Interrupted {
+		// What failed after the interrupt was cut short, not judged: a
+		// list of those checks would read as failures.
+		fmt.Fprintf(&b, "not judged: %s; %d checks had passed\n", r.Problem, len(r.Checks)-len(r.Failures()))
+		return b.String()
+	}
 	fails := r.Failures()
 	if len(r.Parts) > 0 {
-		failed := r.FailedParts()
-		fmt.Fprintf(&b, "%d of %d parts failed: %s\n", len(failed), len(r.Parts), strings.Join(failed, ", "))
+		var failed, unjudged []string
+		for _, p := range r.PartOutcomes() {
+			switch {
+			case p.Pass || p.ID == "":
+			case p.Verdict.Judged():
+				failed = append(failed, p.ID)
+			default:
+				unjudged = append(unjudged, p.ID)
+			}
+		}
+		if len(failed) > 0 {
+			fmt.Fprintf(&b, "%d of %d parts failed: %s\n", len(failed), len(r.Parts), strings.Join(failed, ", "))
+		}
+		if len(unjudged) > 0 {
+			fmt.Fprintf(&b, "%d of %d parts not judged (a wait ran out, not a wrong answer): %s\n", len(unjudged), len(r.Parts), strings.Join(unjudged, ", "))
+		}
 	}
 	for _, c := range fails {
 		b.WriteString(c.Explain())
@@ -233,11 +294,12 @@ func (r Result) Output() string {
 	return b.String()
 }
 
-// CountTimedOut counts the results that timed out.
-func CountTimedOut(rs []Result) int {
+// CountNotJudged counts the results the lab could not judge (TIMEOUT,
+// INTERRUPTED, ERROR).
+func CountNotJudged(rs []Result) int {
 	n := 0
 	for _, r := range rs {
-		if r.TimedOut {
+		if !r.Verdict().Judged() {
 			n++
 		}
 	}
