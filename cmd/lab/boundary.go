@@ -13,6 +13,7 @@ import (
 	"snacklab/containers"
 	"snacklab/internal/grade"
 	"snacklab/internal/isolate"
+	"snacklab/labsteps/result"
 )
 
 // The boundaries lab grade builds and runs submissions in: Docker's
@@ -51,7 +52,11 @@ func isolatedBoundary(ctx context.Context, exe string, o gradeOptions, steps int
 		if par <= 0 || par > steps {
 			par = steps
 		}
-		wall = time.Duration((steps+par-1)/par)*o.timeout + isolate.WallGrace
+		step := o.timeout
+		if step == 0 {
+			step = result.MaxStep // each step derives its limit, at most this
+		}
+		wall = time.Duration((steps+par-1)/par)*step + isolate.WallGrace
 	}
 	crashLim := isolate.Limits{Memory: lim.Memory, PIDs: lim.PIDs, CPUs: lim.CPUs}
 	b := &grade.Boundary{
@@ -68,7 +73,7 @@ func isolatedBoundary(ctx context.Context, exe string, o gradeOptions, steps int
 	// classmate's (a hanging one would hold them all for its limit). Away
 	// from the snacklab module the builds start cold, side by side.
 	if root, err := moduleRoot(""); err == nil {
-		b.Warm = eng.WarmFunc(root, gocache, isolate.Limits{Memory: o.buildMemory << 20}, o.buildTimeout)
+		b.Warm = eng.WarmFunc(root, gocache, isolate.Limits{Memory: o.buildMemory << 20}, grade.BuildLimit(o.buildTimeout))
 	}
 	return b, func() { eng.Close() }, nil
 }

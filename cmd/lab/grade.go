@@ -50,7 +50,9 @@ points split among them; a part that fails or is flaky scores 0.
 
 Exit: 0 every submission graded (whatever its score); 2 a usage error, or some
 SUBMISSION missing or not a submission (the others are still graded and it is
-recorded with 0 points); 1 the grader itself failed or was interrupted.
+recorded with 0 points); 3 some submission not graded: a part of it was not
+judged (a limit the grader set ran out, the grader erred), named on stderr,
+with no score anywhere; 1 the grader itself failed; 130/143 interrupted.
 
 flags:
 `
@@ -77,8 +79,8 @@ func newGradeFlags(o *gradeOptions) *flag.FlagSet {
 	cliflag.IntVar(fs, &o.runs, "n", 1, "run each submission this many times; a step that passes in some runs and fails in others is flaky and scores 0")
 	cliflag.IntVar(fs, &o.jobs, "jobs", runtime.NumCPU(), "submissions graded at once")
 	cliflag.IntVar(fs, &o.parallel, "parallel", 0, "steps of one submission run at once (default: all)")
-	fs.DurationVar(&o.timeout, "timeout", 60*time.Second, "time limit of one step")
-	fs.DurationVar(&o.buildTimeout, "build-timeout", 5*time.Minute, "time limit of one submission's go build")
+	fs.DurationVar(&o.timeout, "timeout", 0, "time limit of one step (default: derived, as lab run derives it, from the calibration of the submission's programs and the machine's load: at least 60s, more on a loaded grader)")
+	fs.DurationVar(&o.buildTimeout, "build-timeout", 0, "time limit of one submission's go build (default: 5m scaled by the machine's load per core when the build starts, up to 50m; a build the grader kills at its own limit is not graded, never a 0)")
 	fs.StringVar(&o.gocache, "gocache", "", "GOCACHE for the builds (default: go's own with --trusted; isolated builds use a directory of their own under the user's cache dir, handed to the containers' user: never give them the host's own cache)")
 	fs.BoolVar(&o.trusted, "trusted", false, "the code is trusted: build and run it on this machine as your user, without containers (processes still get a minimal environment, a cgroup and a memory limit where possible)")
 	fs.StringVar(&o.isolate, "isolate", "docker", "where untrusted code runs: `docker` (the default: a container per build and per submission), or pod: inside the boundary this lab already runs in (a Kubernetes pod, docs/kubernetes.md), as root with the six capabilities of a grading container, each submission's programs as other uids; --trusted turns isolation off")
@@ -145,6 +147,16 @@ func runGrade(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return fmt.Errorf("grade: %w", err)
 	}
 	printCohort(stdout, rep, o.out)
+	var unjudged []string
+	for _, r := range rep.Graded {
+		if r.NotGraded != "" {
+			unjudged = append(unjudged, r.Name)
+		}
+	}
+	if len(unjudged) > 0 {
+		return notGradedErr{fmt.Sprintf("grade: %d submission(s) not graded: some part was not judged (the grader's trouble, not theirs: see their note in grades.csv); regrade them: lab grade --out %s SUBMISSION…: %s",
+			len(unjudged), o.out, strings.Join(unjudged, ", "))}
+	}
 	if n := len(rep.Invalid); n > 0 {
 		var names []string
 		for _, s := range rep.Invalid {
@@ -166,8 +178,8 @@ func gradeConfig(o gradeOptions, stdout io.Writer) (grade.Config, error) {
 		return cfg, usageErr{"grade: -n must be at least 1. Try: lab grade -n 5 …"}
 	case o.jobs < 1:
 		return cfg, usageErr{"grade: --jobs must be at least 1"}
-	case o.timeout <= 0 || o.buildTimeout <= 0:
-		return cfg, usageErr{"grade: time limits must be positive"}
+	case o.timeout < 0 || o.buildTimeout < 0:
+		return cfg, usageErr{"grade: time limits must be positive (or 0: derived from the machine)"}
 	}
 	var err error
 	if o.points != "" {
@@ -258,20 +270,25 @@ func announceGrade(stdout, stderr io.Writer, cfg grade.Config, o gradeOptions, p
 
 // printCohort ends a grading run with the cohort's verdict.
 func printCohort(w io.Writer, rep *grade.Report, out string) {
-	n, full, notGraded := len(rep.Graded), 0, 0
+	n, full, notGraded, scored := len(rep.Graded), 0, 0, 0
 	total, maxScore := 0.0, 0.0
 	for _, r := range rep.Graded {
-		total += r.Score
 		maxScore = r.Max
-		if r.Problem != "" {
+		switch {
+		case r.NotGraded != "":
 			notGraded++
-		} else if r.Score == r.Max {
+			continue // no grade: not in the mean
+		case r.Problem != "":
+			notGraded++
+		case r.Score == r.Max:
 			full++
 		}
+		total += r.Score
+		scored++
 	}
 	mean := 0.0
-	if n > 0 {
-		mean = total / float64(n)
+	if scored > 0 {
+		mean = total / float64(scored)
 	}
 	rate := 0.0
 	if rep.Took > 0 {

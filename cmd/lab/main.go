@@ -41,6 +41,9 @@ func main() {
 		if errors.As(err, &usageErr{}) {
 			os.Exit(2)
 		}
+		if errors.As(err, &notGradedErr{}) {
+			os.Exit(3)
+		}
 		os.Exit(1)
 	}
 }
@@ -77,6 +80,12 @@ type failed struct{ n, of int }
 func (f failed) Error() string { return fmt.Sprintf("%d of %d steps failed", f.n, f.of) }
 
 type usageErr struct{ msg string }
+
+// notGradedErr: some submission has no grade because the grader could not
+// judge a part of it (exit 3).
+type notGradedErr struct{ msg string }
+
+func (n notGradedErr) Error() string { return n.msg }
 
 func (u usageErr) Error() string { return u.msg }
 

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"snacklab/labsteps/harness"
 )
 
 // Programs are the packages a module submission must build.
@@ -39,7 +41,8 @@ func (g *grader) build(ctx context.Context, dir, bin string) (string, error) {
 	if err := os.MkdirAll(bin, 0o755); err != nil {
 		return "", err
 	}
-	bctx, cancel := context.WithTimeout(ctx, g.cfg.BuildTimeout)
+	limit := g.buildLimit()
+	bctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 	args := append([]string{"build", "-trimpath", "-o", bin + string(os.PathSeparator)}, Programs...)
 	cmd := exec.CommandContext(bctx, "go", args...)
@@ -61,13 +64,37 @@ func (g *grader) build(ctx context.Context, dir, bin string) (string, error) {
 	case ctx.Err() != nil:
 		return text, ctx.Err()
 	case errors.Is(bctx.Err(), context.DeadlineExceeded):
-		return text, fmt.Errorf("go build did not finish within %v", g.cfg.BuildTimeout)
+		return text, fmt.Errorf("go build did not finish within %v: %w", limit, ErrBuildLimit)
 	}
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {
 		return text, fmt.Errorf("go build %s: %v", strings.Join(Programs, " "), ee.ProcessState)
 	}
 	return text, fmt.Errorf("go build: %w", err)
+}
+
+// ErrBuildLimit says a build ran out of the time limit the grader set: the
+// grader's trouble (a loaded machine, a cold cache), not the submission's,
+// so the submission is not graded rather than scored 0.
+var ErrBuildLimit = errors.New("the build ran out of the grader's time limit")
+
+// Build limits derived from the machine (Config.BuildTimeout 0): the base
+// on a quiet machine, scaled by the load per core when the build starts.
+const (
+	baseBuildLimit = 5 * time.Minute
+	maxBuildScale  = 10
+)
+
+// buildLimit is the time limit of a build starting now (BuildLimit).
+func (g *grader) buildLimit() time.Duration { return BuildLimit(g.cfg.BuildTimeout) }
+
+// BuildLimit is the time limit of a build starting now: given when it is
+// above 0, else baseBuildLimit scaled by the load per core (1 to 10).
+func BuildLimit(given time.Duration) time.Duration {
+	if given > 0 {
+		return given
+	}
+	return time.Duration(float64(baseBuildLimit) * min(max(1, harness.LoadPerCore()), maxBuildScale)).Round(time.Second)
 }
 
 // trimBuildOutput keeps the first 60 lines and 8 KiB of a build's output.
@@ -113,7 +140,7 @@ func (g *grader) buildModule(ctx context.Context, src, bin string) (out, failure
 	}
 	defer warmed()
 	if b := g.cfg.Boundary; b != nil && b.Build != nil {
-		out, failure, err := b.Build(ctx, src, bin, g.cfg.BuildTimeout)
+		out, failure, err := b.Build(ctx, src, bin, g.buildLimit())
 		if failure != "" {
 			failure = "the build failed: " + firstError(out, errors.New(failure))
 		}
@@ -122,6 +149,9 @@ func (g *grader) buildModule(ctx context.Context, src, bin string) (out, failure
 	out, err = g.build(ctx, src, bin)
 	if ctx.Err() != nil {
 		return "", "", ctx.Err()
+	}
+	if errors.Is(err, ErrBuildLimit) {
+		return g.student(out, src), "", err
 	}
 	if err != nil {
 		return g.student(out, src), "the build failed: " + g.student(firstError(out, err), src), nil
@@ -147,7 +177,11 @@ func (g *grader) waitWarm(ctx context.Context) (warmed func(), err error) {
 			return func() { close(g.warm) }, nil
 		}
 		t0 := time.Now()
+		g.logf("warming the shared build cache: one trusted build of the reference's dependencies before any submission's (minutes on a cold cache)…\n")
 		err := b.Warm(ctx)
+		if err == nil {
+			g.logf("build cache warm after %v\n", time.Since(t0).Round(time.Millisecond))
+		}
 		close(g.warm)
 		if err != nil && ctx.Err() == nil {
 			// A cold cache is slower, not wrong: every build still runs

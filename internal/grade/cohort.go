@@ -78,6 +78,9 @@ func (t table) note(r Record) string {
 	if r.Problem != "" {
 		return cleanLine(firstLine(r.Problem))
 	}
+	if r.NotGraded != "" {
+		return cleanLine(firstLine(r.NotGraded))
+	}
 	var parts []string
 	for _, s := range r.Flaky() {
 		parts = append(parts, fmt.Sprintf("step %d flaky (%d/%d runs)", s.Num, s.Passes, s.Runs))
@@ -139,16 +142,21 @@ func (t table) csv(w io.Writer) error {
 		}
 		for _, st := range t.Steps {
 			s, _ := t.step(r, st.Num)
-			row = append(row, num(s.Score))
+			row = append(row, t.cell(r, s))
 		}
 		status := "graded"
-		if r.Problem != "" {
+		total, pct := num(r.Score), percent(r.Score, r.Max)
+		switch {
+		case r.Problem != "":
 			status = "not graded"
 			if r.Kind == KindModule && r.BuildOut != "" {
 				status = "build failed"
 			}
+		case r.NotGraded != "":
+			// No number a spreadsheet could publish as a grade.
+			status, total, pct = "not graded", "", ""
 		}
-		row = append(row, num(r.Score), num(r.Max), percent(r.Score, r.Max), status, csvSafe(t.note(r)), csvSafe(cleanLine(r.Mode)))
+		row = append(row, total, num(r.Max), pct, status, csvSafe(t.note(r)), csvSafe(cleanLine(r.Mode)))
 		cw.Write(row)
 	}
 	cw.Flush()
@@ -159,8 +167,20 @@ func (t table) csv(w io.Writer) error {
 // HTML, links and table syntax, and none of it is rendered.
 func mdCell(s string) string { return mdText(s) }
 
+// cell is a step's points in grades.csv: empty for a step not judged, and
+// for every step of a submission not graded (its judged steps' points are
+// not a grade either until the rest is judged).
+func (t table) cell(r Record, s StepRecord) string {
+	if r.NotGraded != "" {
+		return ""
+	}
+	return num(s.Score)
+}
+
 func (t table) mark(s StepRecord) string {
 	switch s.Status() {
+	case result.NotJudgedWord:
+		return "? not judged (" + string(s.NotJudged) + ")"
 	case "passed":
 		return "✓ " + num(s.Score)
 	case "flaky":
@@ -174,10 +194,15 @@ func (t table) mark(s StepRecord) string {
 // Summary is the verdict of the cohort in two sentences.
 func (t table) Summary() []string {
 	n := len(t.Recs)
-	full, notGraded, flaky := 0, 0, 0
-	total := 0.0
+	full, notGraded, unjudged, flaky := 0, 0, 0, 0
+	total, graded := 0.0, 0
 	for _, r := range t.Recs {
+		if r.NotGraded != "" {
+			unjudged++
+			continue // no grade: not in the mean, not full marks
+		}
 		total += r.Score
+		graded++
 		if r.Problem != "" {
 			notGraded++
 		}
@@ -189,8 +214,8 @@ func (t table) Summary() []string {
 		}
 	}
 	mean := 0.0
-	if n > 0 {
-		mean = total / float64(n)
+	if graded > 0 {
+		mean = total / float64(graded)
 	}
 	scope := fmt.Sprintf("%d submissions", n)
 	if t.Info.Shard.N > 1 {
@@ -204,8 +229,17 @@ func (t table) Summary() []string {
 		fmt.Sprintf("%s, %s; points %s (max %s).", scope, runs, t.Info.Points, num(t.Max)),
 		"Graded " + t.modes() + ", against " + result.ContractText + ".",
 		fmt.Sprintf("Mean %s of %s; %d with full marks; %d not graded (missing, not a submission, or the build failed); %d with a flaky step.",
-			num(mean), num(t.Max), full, notGraded, flaky),
+			num(mean), num(t.Max), full, notGraded, flaky) + unjudgedNote(unjudged),
 	}
+}
+
+// unjudgedNote says how many submissions have no grade because the grader
+// could not judge some part: they are left out of the mean, and regraded.
+func unjudgedNote(n int) string {
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" %d NOT GRADED: some part was not judged (a limit the grader set ran out, the grading was interrupted or the grader erred); they have no score and are left out of the mean: regrade them (lab grade of those submissions).", n)
 }
 
 // passRate is how many of the graded (run) submissions passed step n.
@@ -227,7 +261,7 @@ func (t table) markdown(w io.Writer) error {
 	for _, l := range t.Summary() {
 		b.WriteString(l + "\n\n") // the grader's own words; the mode is the grader's too
 	}
-	b.WriteString("✓ passed · ✗ failed · ~ flaky (passed some runs, scores 0) · · not run\n\n| submission |")
+	b.WriteString("✓ passed · ✗ failed · ~ flaky (passed some runs, scores 0) · ? not judged (the grader's trouble: no score until regraded) · · not run\n\n| submission |")
 	for _, s := range t.Steps {
 		fmt.Fprintf(&b, " %d %s |", s.Num, s.Slug)
 	}
@@ -242,7 +276,11 @@ func (t table) markdown(w io.Writer) error {
 			s, _ := t.step(r, st.Num)
 			fmt.Fprintf(&b, " %s |", t.mark(s))
 		}
-		fmt.Fprintf(&b, " %s | %s | %s |\n", num(r.Score), percent(r.Score, r.Max), mdCell(t.note(r)))
+		total, pct := num(r.Score), percent(r.Score, r.Max)
+		if r.NotGraded != "" {
+			total, pct = "not graded", ""
+		}
+		fmt.Fprintf(&b, " %s | %s | %s |\n", total, pct, mdCell(t.note(r)))
 	}
 	b.WriteString("\n## Steps\n\n| step | points | passed |\n|---|---:|---:|\n")
 	for _, s := range t.Steps {
@@ -325,18 +363,18 @@ h1{font-size:1.4rem;margin-bottom:.2rem} p.meta{color:#555;margin:.2rem 0}
 table{border-collapse:collapse;margin:1rem 0}
 td,th{padding:.3rem .5rem;border:1px solid #ddd;text-align:center;vertical-align:top}
 th{background:#f4f4f4;font-weight:600} td.name{text-align:left;white-space:nowrap} td.note{text-align:left;color:#555;max-width:40rem}
-td.passed{background:#e6f4ea} td.failed{background:#fce8e6;color:#a50e0e} td.flaky{background:#fef7e0;color:#8a5a00} td.notrun{background:#f1f3f4;color:#777}
+td.passed{background:#e6f4ea} td.failed{background:#fce8e6;color:#a50e0e} td.flaky{background:#fef7e0;color:#8a5a00} td.notrun{background:#f1f3f4;color:#777} td.notjudged{background:#e8f0fe;color:#174ea6;font-style:italic}
 td.total{font-weight:700} div.why{font-size:12px;color:#a50e0e;white-space:normal}
 .legend span{display:inline-block;padding:0 .4rem;margin-right:.4rem;border-radius:3px}
 </style></head><body>
 <h1>snacklab grades</h1>
 {{range .Summary}}<p class="meta">{{.}}</p>{{end}}
-<p class="legend"><span class="" style="background:#e6f4ea">passed</span><span style="background:#fce8e6">failed</span><span style="background:#fef7e0">flaky: passed some runs, scores 0</span><span style="background:#f1f3f4">not run</span> · each failed step's reason is in the last column (and on hover, with the replay command)</p>
+<p class="legend"><span class="" style="background:#e6f4ea">passed</span><span style="background:#fce8e6">failed</span><span style="background:#fef7e0">flaky: passed some runs, scores 0</span><span style="background:#e8f0fe;color:#174ea6;font-style:italic">? not judged: the grader's trouble (a limit it set ran out, interrupted, its own error), no score until regraded</span><span style="background:#f1f3f4">not run</span> · each failed step's reason is in the last column (and on hover, with the replay command)</p>
 <table id="grades">
 <tr><th>submission</th>{{range .Steps}}<th title="{{.Title}}">{{.Num}}<br>{{.Slug}}<br><small>{{pts $.Info.Points .Num}} pts</small></th>{{end}}<th>total</th><th>%</th><th>note</th></tr>
 {{range $r := .Recs}}<tr id="sub-{{$r.Name}}"><td class="name">{{if $.Info.Anonymous}}{{$r.Name}}{{else}}<a href="{{href $r "results.json"}}">{{who $ $r}}</a>{{if not $r.Problem}} · <a href="{{href $r "report.html"}}">report</a>{{end}}{{end}}</td>
-{{range $.Steps}}{{$s := cell $ $r .Num}}<td class="{{if eq $s.Status "not run"}}notrun{{else}}{{$s.Status}}{{end}}" title="{{if $s.Reason}}{{$s.Reason}}{{else}}{{$s.Status}}{{end}}{{if $s.Replay}}&#10;replay: {{$s.Replay}}{{end}}">{{num $s.Score}}{{if $s.Flaky}}<br><small>{{$s.Passes}}/{{$s.Runs}}</small>{{end}}</td>{{end}}
-<td class="total">{{num $r.Score}}</td><td>{{percent $r.Score $r.Max}}</td><td class="note">{{with note $ $r}}{{.}}{{end}}{{range failures $ $r}}<div class="why">{{.}}</div>{{end}}</td></tr>
+{{range $.Steps}}{{$s := cell $ $r .Num}}<td class="{{if eq $s.Status "not run"}}notrun{{else if eq $s.Status "not judged"}}notjudged{{else}}{{$s.Status}}{{end}}" title="{{if $s.Reason}}{{$s.Reason}}{{else}}{{$s.Status}}{{end}}{{if $s.Replay}}&#10;replay: {{$s.Replay}}{{end}}">{{if eq $s.Status "not judged"}}? {{$s.NotJudged}}{{else}}{{num $s.Score}}{{end}}{{if $s.Flaky}}<br><small>{{$s.Passes}}/{{$s.Runs}}</small>{{end}}</td>{{end}}
+{{if $r.NotGraded}}<td class="total notjudged">not graded</td><td></td>{{else}}<td class="total">{{num $r.Score}}</td><td>{{percent $r.Score $r.Max}}</td>{{end}}<td class="note">{{with note $ $r}}{{.}}{{end}}{{range failures $ $r}}<div class="why">{{.}}</div>{{end}}</td></tr>
 {{end}}<tr><th>passed</th>{{range .Steps}}<th>{{rate $ .Num}}</th>{{end}}<th colspan="3"></th></tr>
 </table>
 </body></html>

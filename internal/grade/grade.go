@@ -43,8 +43,8 @@ type Config struct {
 	Runs         int           // runs of each submission (-n); 0 is 1
 	Jobs         int           // submissions graded at once; 0 is runtime.NumCPU()
 	Parallel     int           // steps of one submission run at once; 0 is all of them
-	StepTimeout  time.Duration // per step; 0 is 60s
-	BuildTimeout time.Duration // per go build; 0 is 5m
+	StepTimeout  time.Duration // per step; 0: derived by each step from its calibration and the load
+	BuildTimeout time.Duration // per go build; 0: derived from the load when the build starts (buildLimit)
 	GoCache      string        // GOCACHE for builds; "" is go's default
 	MemLimit     int64         // a step's worker is stopped past this resident size; 0 is 512 MiB
 	Shard        Shard         // the slice of the cohort to grade; zero is all of it
@@ -179,12 +179,9 @@ func (cfg Config) withDefaults() (Config, error) {
 	if cfg.Jobs < 1 {
 		cfg.Jobs = runtime.NumCPU()
 	}
-	if cfg.StepTimeout <= 0 {
-		cfg.StepTimeout = time.Minute
-	}
-	if cfg.BuildTimeout <= 0 {
-		cfg.BuildTimeout = 5 * time.Minute
-	}
+	// StepTimeout 0: each step derives its limit (labsteps.RunStep);
+	// BuildTimeout 0: each build's limit is derived when it starts
+	// (buildLimit).
 	if cfg.MemLimit == 0 {
 		cfg.MemLimit = 512 << 20
 	}

@@ -618,9 +618,10 @@ func TestOutMustNotHoldSubmissions(t *testing.T) {
 	}
 }
 
-// What the grader's own machinery does when it fails: a build past its time
-// limit and a step worker that dies both score 0 with the reason, and the
-// run goes on.
+// What the grader's own machinery does when it fails: a build past the
+// grader's time limit and a step worker that dies leave the submission not
+// graded (no score, the reason), never a 0; a step whose processes take
+// its memory is judged, and fails; the run goes on.
 func TestGraderFaults(t *testing.T) {
 	t.Parallel()
 	root := t.TempDir()
@@ -634,19 +635,20 @@ func TestGraderFaults(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		sub   string
-		tweak func(*grade.Config)
-		want  string
+		tweak     func(*grade.Config)
+		want      string
+		notGraded string
 	}{
-		{"build time limit", module, func(c *grade.Config) { c.BuildTimeout = time.Millisecond }, "the build failed: go build did not finish within 1ms"},
+		{"build time limit", module, func(c *grade.Config) { c.BuildTimeout = time.Millisecond }, "go build did not finish within 1ms", "the grader's limit"},
 		{"worker dies", binDir(t, root, "ok", nil), func(c *grade.Config) { c.Worker = []string{"/bin/sh", "-c", "echo worker fell over >&2; exit 7", "sh"} },
-			"the grader's step worker ended without a result (exit status 7): worker fell over"},
+			"the grader's step worker ended without a result (exit status 7): worker fell over", "step 1 (ERROR)"},
 		// A worker that joins its step's cgroup (as the real one does) and
 		// then holds 300 MB: the kernel kills it at the 64 MiB limit.
 		{"step memory limit", binDir(t, root, "ok2", nil), func(c *grade.Config) {
 			c.StepMemory = 64 << 20
 			c.Worker = []string{"/bin/sh", "-c", `for a; do [ "$prev" = -cgroup ] && for f in $(echo "$a" | tr , ' '); do echo $$ > "$f"; done; prev=$a; done
 x=$(head -c 300000000 /dev/zero | tr '\0' a); echo survived >&2; exit 7`, "sh"}
-		}, "reached the step's memory limit of 64 MiB and the kernel killed them"},
+		}, "reached the step's memory limit of 64 MiB and the kernel killed them", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.name == "step memory limit" && os.Geteuid() != 0 {
@@ -660,12 +662,15 @@ x=$(head -c 300000000 /dev/zero | tr '\0' a); echo survived >&2; exit 7`, "sh"}
 				t.Fatal(err)
 			}
 			r := rep.Graded[0]
-			got := r.Problem
-			if got == "" {
-				got = r.Steps[0].Reason
-			}
+			got := r.Problem + r.NotGraded + r.Steps[0].Reason
 			if r.Score != 0 || !strings.Contains(got, tc.want) {
 				t.Errorf("score %v, reason %q; want 0 and %q", r.Score, got, tc.want)
+			}
+			switch {
+			case tc.notGraded == "" && r.NotGraded != "":
+				t.Errorf("not graded %q; want a grade: the submission's own processes did it", r.NotGraded)
+			case !strings.Contains(r.NotGraded, tc.notGraded):
+				t.Errorf("not graded %q; want it to say %q: the grader's trouble is never a grade", r.NotGraded, tc.notGraded)
 			}
 		})
 	}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"snacklab/labsteps"
@@ -111,6 +112,12 @@ func (g *grader) runSteps(ctx context.Context, sub Submission, abs, dir string, 
 // false).
 func (g *grader) buildInto(ctx context.Context, src, bin, dir string, rec *Record) (built bool, err error) {
 	out, failure, err := g.buildModule(ctx, src, bin)
+	if errors.Is(err, ErrBuildLimit) && ctx.Err() == nil {
+		rec.NotGraded = fmt.Sprintf("Not judged: %v (the grader's limit, on a machine it found loaded or a cold build cache; not the submission's fault). TIMEOUT is a limit the grader set running out.", err)
+		rec.BuildOut = out
+		os.RemoveAll(bin)
+		return false, nil
+	}
 	if err != nil {
 		return false, err
 	}
@@ -194,6 +201,33 @@ func (g *grader) score(rec *Record, results [][]result.Result, notes [][]string)
 			rec.Steps[i].Output = "Not run: " + rec.Problem
 		}
 	}
+	if rec.NotGraded == "" {
+		rec.NotGraded = notGraded(*rec)
+	}
+}
+
+// notGraded says why rec is not graded: the parts (or steps) the lab could
+// not judge, each with its verdict; "" when every part was judged.
+func notGraded(rec Record) string {
+	var which []string
+	for _, st := range rec.Steps {
+		if len(st.Parts) == 0 {
+			if st.Status() == result.NotJudgedWord {
+				which = append(which, fmt.Sprintf("step %d (%s)", st.Num, st.NotJudged))
+			}
+			continue
+		}
+		for _, p := range st.Parts {
+			if p.Status() == result.NotJudgedWord {
+				which = append(which, fmt.Sprintf("%d.%s (%s)", st.Num, p.ID, p.NotJudged))
+			}
+		}
+	}
+	if len(which) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("Not judged: %s. TIMEOUT is a limit the grader set running out, INTERRUPTED a grading stopped before it ended, ERROR the grader's own failure.",
+		strings.Join(which, ", "))
 }
 
 // writeRecord writes the submission's results.json and junit.xml into dir

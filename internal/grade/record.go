@@ -19,79 +19,87 @@ import (
 // the details in its extra_data fields), so `lab merge` rebuilds the cohort
 // reports from results.json files alone.
 type Record struct {
-	Name     string       `json:"submission"`
-	Source   string       `json:"source"` // the path graded
-	Kind     Kind         `json:"kind"`
-	Problem  string       `json:"problem,omitempty"` // why it scored 0 without running: not there, build failed…
-	Bin      string       `json:"bin,omitempty"`     // the executables the steps ran
-	Runs     int          `json:"runs"`
-	Mode     string       `json:"mode"` // how it was graded: isolated (and how), or unisolated
-	Score    float64      `json:"-"`
-	Max      float64      `json:"-"`
-	Took     float64      `json:"-"`                      // seconds
-	BuildOut string       `json:"build_output,omitempty"` // trimmed compiler output, also in the top-level output
-	Steps    []StepRecord `json:"-"`
+	Name    string `json:"submission"`
+	Source  string `json:"source"` // the path graded
+	Kind    Kind   `json:"kind"`
+	Problem string `json:"problem,omitempty"` // why it scored 0 without running: not there, build failed…
+	// NotGraded says why the submission has no grade: some part was not
+	// judged (a limit the grader set ran out, the grading was interrupted,
+	// the grader or its build erred). Its score is not a grade: the tables
+	// show none, results.json carries none, lab grade exits 3 naming it.
+	NotGraded string       `json:"not_graded,omitempty"`
+	Bin       string       `json:"bin,omitempty"` // the executables the steps ran
+	Runs      int          `json:"runs"`
+	Mode      string       `json:"mode"` // how it was graded: isolated (and how), or unisolated
+	Score     float64      `json:"-"`
+	Max       float64      `json:"-"`
+	Took      float64      `json:"-"`                      // seconds
+	BuildOut  string       `json:"build_output,omitempty"` // trimmed compiler output, also in the top-level output
+	Steps     []StepRecord `json:"-"`
 }
 
 // StepRecord is one step of a submission, over all its runs. Its score is
 // the sum of its parts' (see PartRecord).
 type StepRecord struct {
-	Num    int          `json:"step"`
-	Slug   string       `json:"slug"`
-	Title  string       `json:"title,omitempty"`
-	Points float64      `json:"-"`
-	Score  float64      `json:"-"`
-	Passes int          `json:"passes"`
-	Runs   int          `json:"runs"` // 0: not run (build failed, invalid submission)
-	Flaky  bool         `json:"flaky,omitempty"`
-	Reason string       `json:"reason,omitempty"` // the failure, in one line
-	Replay string       `json:"replay,omitempty"` // the command that replays the step
-	Kept   []string     `json:"kept,omitempty"`   // work dirs of failing runs
-	Output string       `json:"-"`
-	Took   float64      `json:"took_s"` // seconds, the slowest run
-	Parts  []PartRecord `json:"-"`      // one results.json test each; none: the step is one test
+	Num    int     `json:"step"`
+	Slug   string  `json:"slug"`
+	Title  string  `json:"title,omitempty"`
+	Points float64 `json:"-"`
+	Score  float64 `json:"-"`
+	Passes int     `json:"passes"`
+	Runs   int     `json:"runs"`            // 0: not run (build failed, invalid submission)
+	Wrong  int     `json:"wrong,omitempty"` // runs that failed on a wrong answer
+	Flaky  bool    `json:"flaky,omitempty"`
+	// NotJudged is why some part was not judged (TIMEOUT, INTERRUPTED,
+	// ERROR) when none failed on a wrong answer; "" otherwise.
+	NotJudged result.Verdict `json:"not_judged,omitempty"`
+	Reason    string         `json:"reason,omitempty"` // the failure, in one line
+	Replay    string         `json:"replay,omitempty"` // the command that replays the step
+	Kept      []string       `json:"kept,omitempty"`   // work dirs of failing runs
+	Output    string         `json:"-"`
+	Took      float64        `json:"took_s"` // seconds, the slowest run
+	Parts     []PartRecord   `json:"-"`      // one results.json test each; none: the step is one test
 }
 
 // PartRecord is one part of a step (harness.Parallel's), scored on its own:
 // its points only when it passed every run; a flaky part scores 0.
 type PartRecord struct {
-	ID         string   `json:"part"`      // "c"
-	Name       string   `json:"part_name"` // "c: redirects are never followed"
-	Points     float64  `json:"-"`
-	Score      float64  `json:"-"`
-	Passes     int      `json:"part_passes"`
-	Runs       int      `json:"part_runs"`
-	Reason     string   `json:"part_reason,omitempty"` // every failure's plain cause, joined
-	Clauses    []string `json:"clauses,omitempty"`     // the contract clauses its failures judge
-	Output     string   `json:"-"`
-	Visibility string   `json:"-"`
+	ID     string  `json:"part"`      // "c"
+	Name   string  `json:"part_name"` // "c: redirects are never followed"
+	Points float64 `json:"-"`
+	Score  float64 `json:"-"`
+	Passes int     `json:"part_passes"`
+	Runs   int     `json:"part_runs"`
+	Wrong  int     `json:"part_wrong,omitempty"` // runs that failed on a wrong answer
+	// NotJudged: why a run was not judged (TIMEOUT, INTERRUPTED, ERROR).
+	NotJudged  result.Verdict `json:"part_not_judged,omitempty"`
+	Reason     string         `json:"part_reason,omitempty"` // every failure's plain cause, joined
+	Clauses    []string       `json:"clauses,omitempty"`     // the contract clauses its failures judge
+	Output     string         `json:"-"`
+	Visibility string         `json:"-"`
 }
 
-// Status is passed, failed, flaky or not run.
+// Status is passed, failed, flaky, not judged or not run, as
+// report.PartScore's.
 func (p PartRecord) Status() string {
-	switch {
-	case p.Runs == 0:
-		return "not run"
-	case p.Passes > 0 && p.Passes < p.Runs:
-		return "flaky"
-	case p.Passes == p.Runs:
-		return "passed"
-	}
-	return "failed"
+	return report.PartScore{Passes: p.Passes, Runs: p.Runs, Wrong: p.Wrong, NotJudged: p.NotJudged}.Status()
 }
 
-// Status is passed, failed, flaky (passed in some runs, failed in others:
-// scored as failed) or not run.
+// Status is passed, failed, flaky (passed in some runs, failed on a wrong
+// answer in others: scored as failed), not judged (no part failed, and
+// some part the lab could not judge) or not run.
 func (s StepRecord) Status() string {
 	switch {
 	case s.Runs == 0:
 		return "not run"
 	case s.Flaky:
 		return "flaky"
-	case s.Passes == s.Runs:
-		return "passed"
+	case s.Passes < s.Runs && s.NotJudged == "":
+		return "failed"
+	case s.NotJudged != "":
+		return result.NotJudgedWord
 	}
-	return "failed"
+	return "passed"
 }
 
 // Passed counts the steps that passed every run.
@@ -132,7 +140,7 @@ const maxOutput = 16 << 10
 // step (per step when it has no parts) with its points and visibility,
 // written by report.EncodeGradescope like every results.json of the lab.
 func (r Record) Gradescope(s report.Scheme) report.Gradescope {
-	out := report.Gradescope{Score: r.Score, ExecutionTime: r.Took, Visibility: s.Whole(), Extra: r}
+	out := report.Gradescope{Score: r.Score, ExecutionTime: r.Took, Visibility: s.Whole(), Extra: r, NotGraded: r.NotGraded != ""}
 	out.Output = r.summary()
 	if r.BuildOut != "" {
 		out.Output += "\n\n" + r.BuildOut
@@ -175,6 +183,10 @@ func (r Record) summary() string {
 	}
 	if r.Problem != "" {
 		return fmt.Sprintf("%s: 0 of %s points. %s%s", r.Name, num(r.Max), r.Problem, mode)
+	}
+	if r.NotGraded != "" {
+		return fmt.Sprintf("%s: NOT GRADED. %s This is the grader's trouble, not a judgement of your code: no score is given, and a regrade will follow.%s",
+			r.Name, r.NotGraded, mode)
 	}
 	s := fmt.Sprintf("%s: %s of %s points; %d of %d lab steps passed", r.Name, num(r.Score), num(r.Max), r.Passed(), len(r.Steps))
 	if r.Runs > 1 {
@@ -265,6 +277,9 @@ func WriteJUnit(w io.Writer, r Record) error {
 	s := report.JUnitSuite{Name: r.Name, Time: report.JUnitSeconds(r.Took), Props: report.JUnitProperties{
 		{Name: "score", Value: num(r.Score)}, {Name: "max_score", Value: num(r.Max)}, {Name: "source", Value: r.Source},
 		{Name: "kind", Value: string(r.Kind)}, {Name: "runs", Value: strconv.Itoa(r.Runs)}, {Name: "mode", Value: r.Mode}}}
+	if r.NotGraded != "" {
+		s.Props = append(s.Props, report.JUnitProperty{Name: "not_graded", Value: r.NotGraded})
+	}
 	if r.Problem != "" {
 		name := "submission"
 		if r.Kind == KindModule {
@@ -284,6 +299,8 @@ func WriteJUnit(w io.Writer, r Record) error {
 			switch st.Status() {
 			case "not run":
 				tc.Skipped = &report.JUnitFailure{Message: "not run: " + r.Problem}
+			case result.NotJudgedWord:
+				tc.Error = &report.JUnitFailure{Message: fmt.Sprintf("not judged (%s): %s", st.NotJudged, st.Reason), Type: "LabNotJudged", Text: clip(st.Output, maxOutput)}
 			case "failed", "flaky":
 				msg, typ := st.Reason, "LabStepFailed"
 				if st.Flaky {
@@ -303,6 +320,8 @@ func WriteJUnit(w io.Writer, r Record) error {
 				tc.Time = report.JUnitSeconds(st.Took)
 			}
 			switch p.Status() {
+			case result.NotJudgedWord:
+				tc.Error = &report.JUnitFailure{Message: fmt.Sprintf("not judged (%s): %s", p.NotJudged, p.Reason), Type: "LabNotJudged", Text: clip(p.Output, maxOutput)}
 			case "failed", "flaky":
 				msg, typ := p.Reason, "LabStepFailed"
 				if p.Status() == "flaky" {

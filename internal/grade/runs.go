@@ -38,7 +38,7 @@ func (g *grader) runAll(ctx context.Context, name, bin, logRoot string) ([][]res
 			}
 			for i, s := range steps {
 				if err != nil {
-					results[i][run] = result.Result{Step: s.Step, Problem: "grader: " + err.Error()}
+					results[i][run] = result.Result{Step: s.Step, Problem: "grader: " + err.Error(), NotJudged: notJudged(ctx)}
 				} else {
 					results[i][run] = rs[i]
 				}
@@ -51,7 +51,7 @@ func (g *grader) runAll(ctx context.Context, name, bin, logRoot string) ([][]res
 		}
 		if err := os.MkdirAll(root, 0o755); err != nil {
 			for i, s := range steps {
-				results[i][run] = result.Result{Step: s.Step, Problem: "grader: " + err.Error()}
+				results[i][run] = result.Result{Step: s.Step, Problem: "grader: " + err.Error(), NotJudged: notJudged(ctx)}
 			}
 			continue
 		}
@@ -74,6 +74,15 @@ func (g *grader) runAll(ctx context.Context, name, bin, logRoot string) ([][]res
 	return results, notes
 }
 
+// notJudged is the verdict of a step the grader could not run: interrupted
+// when ctx ended, else the grader's own error.
+func notJudged(ctx context.Context) result.Verdict {
+	if ctx.Err() != nil {
+		return result.Interrupted
+	}
+	return result.Error
+}
+
 // fold sums up one step's runs: points only when every run passed. The
 // step's Output is what the learner sees: no path of the grading machine,
 // and the command that re-runs the step on the learner's own machine. The
@@ -89,6 +98,9 @@ func (g *grader) fold(s *StepRecord, rec Record, runs []result.Result, notes []s
 			s.Passes++
 			continue
 		}
+		if r.Verdict() == result.Fail {
+			s.Wrong++
+		}
 		if firstFail == nil {
 			firstFail = r
 		}
@@ -96,12 +108,16 @@ func (g *grader) fold(s *StepRecord, rec Record, runs []result.Result, notes []s
 			s.Kept = append(s.Kept, r.Dir)
 		}
 	}
-	s.Flaky = s.Passes > 0 && s.Passes < s.Runs
+	s.Flaky = s.Passes > 0 && s.Wrong > 0
 	dirs := []string{rec.Bin, rec.Source}
 	for _, r := range runs {
 		dirs = append(dirs, r.LogDir, r.Dir)
 	}
-	s.Score, s.Parts = g.scoreParts(*s, runs, dirs)
+	var unjudged result.Verdict
+	s.Score, s.Parts, unjudged = g.scoreParts(*s, runs, dirs)
+	if s.Wrong == 0 {
+		s.NotJudged = unjudged
+	}
 	rep := representative(runs)
 	var b strings.Builder
 	if s.Runs > 1 {
@@ -133,21 +149,24 @@ func (g *grader) fold(s *StepRecord, rec Record, runs []result.Result, notes []s
 // scoreParts scores a step's parts over its runs (report.ScoreRuns): the
 // step's points split by the scheme's weights, each part's output the
 // learner's (no path of the grading machine, the replay command).
-func (g *grader) scoreParts(s StepRecord, runs []result.Result, dirs []string) (float64, []PartRecord) {
+//
+// unjudged is the first part's (or the unit's) reason it was not judged.
+func (g *grader) scoreParts(s StepRecord, runs []result.Result, dirs []string) (total float64, parts []PartRecord, unjudged result.Verdict) {
 	step := result.Step{Num: s.Num, Slug: s.Slug, Title: s.Title}
 	if len(runs) > 0 {
 		step = runs[0].Step
 	}
 	scored := report.ScoreRuns(step, runs, s.Points, g.cfg.Scheme)
-	total := 0.0
-	var parts []PartRecord
 	for _, p := range scored {
 		total += p.Score
+		if p.Status() == result.NotJudgedWord && unjudged == "" {
+			unjudged = p.NotJudged
+		}
 		if p.ID == "" {
 			continue // a step without parts is one test: the StepRecord itself
 		}
 		pr := PartRecord{ID: p.ID, Name: p.Name, Points: p.Points, Score: p.Score, Passes: p.Passes, Runs: p.Runs,
-			Visibility: g.cfg.Scheme.VisibilityOf(s.Num, p.ID)}
+			Wrong: p.Wrong, NotJudged: p.NotJudged, Visibility: g.cfg.Scheme.VisibilityOf(s.Num, p.ID)}
 		var causes []string
 		for _, c := range p.Failures {
 			causes = append(causes, c.Cause())
@@ -168,7 +187,7 @@ func (g *grader) scoreParts(s StepRecord, runs []result.Result, dirs []string) (
 		pr.Output = out + "Why: " + step.Why + "\n"
 		parts = append(parts, pr)
 	}
-	return report.Round(total), parts
+	return report.Round(total), parts, unjudged
 }
 
 // representative is the run a report shows: the first failing one, else the last.

@@ -72,6 +72,9 @@ func WorkerMain(args []string, stderr io.Writer) int {
 		return 2
 	}
 	w := &stepWorker{timeout: *timeout, work: *work, out: *out, mem: *mem, stderr: stderr}
+	if w.timeout == 0 {
+		w.timeout = result.MaxStep // the step derives its own; sweep only past the longest it can
+	}
 	w.joinCgroup(*cgroup)
 	steps, err := labsteps.Select([]string{strconv.Itoa(*step)})
 	if err != nil || len(steps) != 1 || *out == "" || *bin == "" {
@@ -245,10 +248,15 @@ func (g *grader) runIsolated(ctx context.Context, bin string, s labsteps.Step, w
 	resFile := filepath.Join(g.tmp, tag+".json")
 	errFile, err := os.Create(filepath.Join(g.tmp, tag+".stderr"))
 	if err != nil {
-		return result.Result{Step: s.Step, Problem: "grader: " + err.Error()}, nil
+		return result.Result{Step: s.Step, Problem: "grader: " + err.Error(), NotJudged: result.Error}, nil
 	}
 	defer errFile.Close()
 	hard := g.cfg.StepTimeout + hardGrace
+	if g.cfg.StepTimeout == 0 {
+		// The worker derives its limit from its calibration and the load
+		// (at most result.MaxStep); this kill is the backstop past it.
+		hard = result.MaxStep + hardGrace
+	}
 	hctx, cancel := context.WithTimeout(ctx, hard)
 	defer cancel()
 	args := append(append([]string(nil), g.cfg.Worker[1:]...), WorkerArg,
@@ -257,7 +265,7 @@ func (g *grader) runIsolated(ctx context.Context, bin string, s labsteps.Step, w
 	stepTag := filepath.Base(g.tmp) + "." + tag
 	cg, err := g.cg.step(stepTag, g.cfg.StepMemory, stepPIDs)
 	if err != nil {
-		return result.Result{Step: s.Step, Problem: "grader: making the step's cgroup: " + err.Error()}, nil
+		return result.Result{Step: s.Step, Problem: "grader: making the step's cgroup: " + err.Error(), NotJudged: result.Error}, nil
 	}
 	defer cg.remove()
 	if cg != nil {
@@ -290,17 +298,19 @@ func (g *grader) runIsolated(ctx context.Context, bin string, s labsteps.Step, w
 	r := result.Result{Step: s.Step, Took: time.Since(t0)}
 	switch {
 	case ctx.Err() != nil:
-		r.Problem = "grading was interrupted"
+		r.Problem, r.NotJudged = "grading was interrupted", result.Interrupted
 	case cg.oomKills() > 0:
 		r.Problem = fmt.Sprintf("the grader stopped this step: its processes together reached the step's memory limit of %d MiB and the kernel killed them; a process printed or allocated without end",
 			g.cfg.StepMemory>>20)
 	case errors.Is(hctx.Err(), context.DeadlineExceeded):
 		r.Problem = fmt.Sprintf("the grader stopped this step: it was still running %v after its time limit of %v; every process it started was killed",
-			hardGrace, g.cfg.StepTimeout)
+			hardGrace, hard-hardGrace)
+		r.TimedOut, r.NotJudged = true, result.Timeout // a limit the grader set
 	default:
 		errFile.Seek(0, io.SeekStart)
 		tail, _ := io.ReadAll(io.LimitReader(errFile, 64<<10))
 		r.Problem = fmt.Sprintf("the grader's step worker ended without a result (%v): %s", runErr, clip(strings.TrimSpace(string(tail)), 2000))
+		r.NotJudged = result.Error
 	}
 	// The harness never got to say where the work dir is: find it.
 	if m, _ := filepath.Glob(filepath.Join(workRoot, fmt.Sprintf("snacklab-step%d-*", s.Num))); len(m) == 1 {

@@ -17,6 +17,7 @@ import (
 	dc "github.com/ory/dockertest/v3/docker"
 
 	"snacklab/containers"
+	"snacklab/internal/grade"
 	"snacklab/labsteps"
 )
 
@@ -82,7 +83,10 @@ type BuildOptions struct {
 type BuildResult struct {
 	Output  string
 	Failure string
-	Took    time.Duration
+	// TimedOut: the build ran past its wall-clock limit (the grader's,
+	// not the submission's fault: not graded, see grade.ErrBuildLimit).
+	TimedOut bool
+	Took     time.Duration
 }
 
 // DefaultGoCache is the build cache of isolated builds: under the user's
@@ -161,6 +165,7 @@ func (e *Engine) Build(ctx context.Context, opt BuildOptions) (BuildResult, erro
 	}
 	res.Output = strings.TrimSpace(cr.stderr + cr.stdout)
 	res.Took = time.Since(t0)
+	res.TimedOut = cr.wall
 	if res.Failure = buildFailure(cr, opt); res.Failure != "" {
 		return res, nil
 	}
@@ -371,6 +376,9 @@ func (e *Engine) BuildFunc(goCache string, limits Limits) func(ctx context.Conte
 		name := filepath.Base(filepath.Dir(bin))
 		r, err := e.Build(ctx, BuildOptions{Src: src, Out: bin, Name: name, Packages: buildPackages(), Timeout: timeout,
 			GoCache: goCache, Limits: limits})
+		if err == nil && r.TimedOut {
+			return r.Output, "", fmt.Errorf("%s: %w", r.Failure, grade.ErrBuildLimit)
+		}
 		return r.Output, r.Failure, err
 	}
 }

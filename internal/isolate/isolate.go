@@ -115,8 +115,8 @@ type Options struct {
 	Name string
 	// Steps are the step numbers to run; empty is all of them.
 	Steps []int
-	// StepTimeout is the lab's per-step time limit (--timeout); 0 is
-	// DefaultStepTimeout.
+	// StepTimeout is the lab's per-step time limit (--timeout); 0: each
+	// step derives it from its calibration and the load, as lab run does.
 	StepTimeout time.Duration
 	// Parallel is how many steps the lab runs at once (--parallel); 0 is
 	// all of them.
@@ -199,8 +199,8 @@ func (o Options) withDefaults() (Options, error) {
 	if o.Name == "" {
 		o.Name = filepath.Base(abs)
 	}
-	if o.StepTimeout <= 0 {
-		o.StepTimeout = DefaultStepTimeout
+	if o.StepTimeout < 0 {
+		o.StepTimeout = 0
 	}
 	if o.Parallel < 0 {
 		return o, fmt.Errorf("isolate: Parallel %d: want 0 (all) or more", o.Parallel)
@@ -260,7 +260,11 @@ func (o Options) defaultWall() time.Duration {
 		par = len(o.Steps)
 	}
 	rounds := (len(o.Steps) + par - 1) / par
-	return time.Duration(rounds)*o.StepTimeout + WallGrace
+	step := o.StepTimeout
+	if step == 0 {
+		step = result.MaxStep // each step derives its limit, at most this
+	}
+	return time.Duration(rounds)*step + WallGrace
 }
 
 // labArgs is the lab's command line in the container.
@@ -324,7 +328,7 @@ func (e *Engine) Runner(limits Limits) LabRunner {
 		for i, s := range steps {
 			r, ok := byNum[s.Num]
 			if !ok {
-				r = result.Result{Step: s.Step, Problem: "the isolated run did not report this step"}
+				r = result.Result{Step: s.Step, Problem: "the isolated run did not report this step", NotJudged: result.Error}
 			}
 			res[i] = r
 		}

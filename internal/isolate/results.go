@@ -300,10 +300,28 @@ func (o Outcome) LabResults() []result.Result {
 		default:
 			r.Problem = so.Reason
 		}
+		if !so.Pass && !so.Reported && o.NotGraded {
+			r.NotJudged, r.TimedOut = o.notJudged()
+		}
 		r.Narrative = so.Output
 		out = append(out, r)
 	}
 	return out
+}
+
+// notJudged is the verdict of a step the lab did not report, its results
+// never written (NotGraded): not judged
+// (TIMEOUT at the wall-clock limit, ERROR when the lab died), unless the
+// submission's own processes took the container's memory or pids: a
+// process that allocates or forks without end is judged, and fails.
+func (o Outcome) notJudged() (result.Verdict, bool) {
+	switch {
+	case o.OOMKilled || strings.Contains(o.Problem, "pids limit"):
+		return "", false
+	case o.WallLimit:
+		return result.Timeout, true
+	}
+	return result.Error, false
 }
 
 // passedChecks reads "N checks passed." from a passing step's output.

@@ -78,6 +78,11 @@ const (
 	maxLoadScale          = 10
 )
 
+// MaxStep is the longest step limit a derivation gives a calibration whose
+// unit is at most MaxStep/400 (1.5 s): a backstop for a grader that kills a
+// step from outside without knowing the limit the step derived.
+const MaxStep = minStep * maxLoadScale
+
 // DeriveLimits turns a calibration into one step's limits, scaling the
 // floors by the machine's load (the larger of the load at calibration and
 // load, the load per core now). stepTimeout > 0 fixes the step limit.
