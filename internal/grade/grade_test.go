@@ -633,8 +633,8 @@ func TestGraderFaults(t *testing.T) {
 		"cmd/receiver/main.go": "package main\n\nfunc main() {}\n",
 	})
 	for _, tc := range []struct {
-		name  string
-		sub   string
+		name      string
+		sub       string
 		tweak     func(*grade.Config)
 		want      string
 		notGraded string
