@@ -58,15 +58,15 @@ flags:
 `
 
 type gradeOptions struct {
-	out, points, shard, gocache, isolate string
-	visibility                           string
-	tables                               grade.TableOptions
-	runs, jobs, parallel, shards         int
-	timeout, buildTimeout, wall          time.Duration
-	trusted                              bool
-	memory, buildMemory                  int64
-	pids                                 int64
-	cpus                                 float64
+	out, points, shard, gocache, isolate  string
+	visibility                            string
+	tables                                grade.TableOptions
+	runs, jobs, parallel, shards, retries int
+	timeout, buildTimeout, wall           time.Duration
+	trusted                               bool
+	memory, buildMemory                   int64
+	pids                                  int64
+	cpus                                  float64
 }
 
 func newGradeFlags(o *gradeOptions) *flag.FlagSet {
@@ -79,6 +79,7 @@ func newGradeFlags(o *gradeOptions) *flag.FlagSet {
 	cliflag.IntVar(fs, &o.runs, "n", 1, "run each submission this many times; a step that passes in some runs and fails in others is flaky and scores 0")
 	cliflag.IntVar(fs, &o.jobs, "jobs", runtime.NumCPU(), "submissions graded at once")
 	cliflag.IntVar(fs, &o.parallel, "parallel", 0, "steps of one submission run at once (default: all)")
+	cliflag.IntVar(fs, &o.retries, "retries", 2, "times a step that was not judged (a limit the grader set ran out, the grader erred) runs again, alone, after a pause, before the submission is reported not graded")
 	fs.DurationVar(&o.timeout, "timeout", 0, "time limit of one step (default: derived, as lab run derives it, from the calibration of the submission's programs and the machine's load: at least 60s, more on a loaded grader)")
 	fs.DurationVar(&o.buildTimeout, "build-timeout", 0, "time limit of one submission's go build (default: 5m scaled by the machine's load per core when the build starts, up to 50m; a build the grader kills at its own limit is not graded, never a 0)")
 	fs.StringVar(&o.gocache, "gocache", "", "GOCACHE for the builds (default: go's own with --trusted; isolated builds use a directory of their own under the user's cache dir, handed to the containers' user: never give them the host's own cache)")
@@ -171,13 +172,15 @@ func runGrade(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 // configuration of them: limits, points and visibility, and the shard
 // (--shard auto says on stdout where it found it).
 func gradeConfig(o gradeOptions, stdout io.Writer) (grade.Config, error) {
-	cfg := grade.Config{Out: o.out, Runs: o.runs, Jobs: o.jobs, Parallel: o.parallel, StepTimeout: o.timeout,
+	cfg := grade.Config{Out: o.out, Runs: o.runs, Jobs: o.jobs, Parallel: o.parallel, Retries: o.retries, StepTimeout: o.timeout,
 		BuildTimeout: o.buildTimeout, GoCache: o.gocache, Log: stdout, Tables: o.tables}
 	switch {
 	case o.runs < 1:
 		return cfg, usageErr{"grade: -n must be at least 1. Try: lab grade -n 5 …"}
 	case o.jobs < 1:
 		return cfg, usageErr{"grade: --jobs must be at least 1"}
+	case o.retries < 0:
+		return cfg, usageErr{"grade: --retries must be 0 or more"}
 	case o.timeout < 0 || o.buildTimeout < 0:
 		return cfg, usageErr{"grade: time limits must be positive (or 0: derived from the machine)"}
 	}

@@ -43,6 +43,7 @@ type Config struct {
 	Runs         int           // runs of each submission (-n); 0 is 1
 	Jobs         int           // submissions graded at once; 0 is runtime.NumCPU()
 	Parallel     int           // steps of one submission run at once; 0 is all of them
+	Retries      int           // how many times a step not judged runs again, alone, before it is reported (0: none)
 	StepTimeout  time.Duration // per step; 0: derived by each step from its calibration and the load
 	BuildTimeout time.Duration // per go build; 0: derived from the load when the build starts (buildLimit)
 	GoCache      string        // GOCACHE for builds; "" is go's default

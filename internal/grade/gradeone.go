@@ -99,7 +99,9 @@ func (g *grader) runSteps(ctx context.Context, sub Submission, abs, dir string, 
 			return nil, nil, nil
 		}
 	}
-	results, notes := g.runAll(ctx, sub.Name, bin, filepath.Join(dir, "logs"))
+	steps := g.cfg.Points.Steps()
+	results, notes := g.runAll(ctx, sub.Name, bin, filepath.Join(dir, "logs"), steps, g.cfg.Parallel)
+	g.retryUnjudged(ctx, sub.Name, bin, filepath.Join(dir, "logs"), steps, results, notes)
 	if ctx.Err() != nil {
 		return nil, nil, ctx.Err()
 	}

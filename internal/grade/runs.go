@@ -6,10 +6,13 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
+	"time"
 
 	"golang.org/x/sync/errgroup"
 
+	"snacklab/labsteps"
 	"snacklab/labsteps/report"
 	"snacklab/labsteps/result"
 )
@@ -17,22 +20,21 @@ import (
 // A submission's steps, each run cfg.Runs times, and how the runs of one
 // step fold into its record and score.
 
-// runAll runs every graded step cfg.Runs times; each run's work dirs go
-// under logRoot (logRoot/run-K when there are several runs).
-func (g *grader) runAll(ctx context.Context, name, bin, logRoot string) ([][]result.Result, [][]string) {
-	steps := g.cfg.Points.Steps()
+// runAll runs steps cfg.Runs times, at most par at once (0: all); each
+// run's work dirs go under logRoot (logRoot/run-K when there are several
+// runs).
+func (g *grader) runAll(ctx context.Context, name, bin, logRoot string, steps []labsteps.Step, par int) ([][]result.Result, [][]string) {
 	results := make([][]result.Result, len(steps))
 	notes := make([][]string, len(steps))
 	for i := range steps {
 		results[i] = make([]result.Result, g.cfg.Runs)
 	}
-	par := g.cfg.Parallel
 	if par <= 0 {
 		par = len(steps)
 	}
 	for run := range g.cfg.Runs {
 		if b := g.cfg.Boundary; b != nil {
-			rs, err := b.Run(ctx, bin, steps, g.cfg.StepTimeout, g.cfg.Parallel)
+			rs, err := b.Run(ctx, bin, steps, g.cfg.StepTimeout, par)
 			if err == nil && len(rs) != len(steps) {
 				err = fmt.Errorf("isolated run reported %d steps, want %d", len(rs), len(steps))
 			}
@@ -72,6 +74,56 @@ func (g *grader) runAll(ctx context.Context, name, bin, logRoot string) ([][]res
 		os.Remove(root) // only when empty: every step passed
 	}
 	return results, notes
+}
+
+// retryUnjudged runs again, up to cfg.Retries times, every step some part
+// of which was not judged in some run: one step at a time (the machine was
+// too loaded, or the grader erred), after a pause that grows with each
+// attempt, each attempt said in the log and the step's notes. What was not
+// judged counts for nothing, so a retry's runs replace the step's.
+func (g *grader) retryUnjudged(ctx context.Context, name, bin, logRoot string, steps []labsteps.Step, results [][]result.Result, notes [][]string) {
+	for attempt := 1; attempt <= g.cfg.Retries && ctx.Err() == nil; attempt++ {
+		var idx []int
+		var again []labsteps.Step
+		var which []string
+		for i, runs := range results {
+			if unjudged(runs) {
+				idx, again = append(idx, i), append(again, steps[i])
+				which = append(which, strconv.Itoa(steps[i].Num))
+			}
+		}
+		if len(again) == 0 {
+			return
+		}
+		pause := time.Duration(attempt) * retryPause
+		g.logf("  %s: step(s) %s not judged; retry %d of %d in %v, one step at a time\n", name, strings.Join(which, ", "), attempt, g.cfg.Retries, pause)
+		select {
+		case <-time.After(pause):
+		case <-ctx.Done():
+			return
+		}
+		rs, ns := g.runAll(ctx, name, bin, filepath.Join(logRoot, fmt.Sprintf("retry-%d", attempt)), again, 1)
+		for j, i := range idx {
+			results[i] = rs[j]
+			notes[i] = append(notes[i], fmt.Sprintf("attempt %d: the step was not judged before (a limit the grader set ran out, or the grader erred), so it ran again, alone", attempt+1))
+			notes[i] = append(notes[i], ns[j]...)
+		}
+	}
+}
+
+// retryPause is the pause before the first retry; the n-th waits n times it.
+const retryPause = 3 * time.Second
+
+// unjudged says some run of a step left a part not judged.
+func unjudged(runs []result.Result) bool {
+	for _, r := range runs {
+		for _, p := range r.PartOutcomes() {
+			if !p.Pass && !p.Verdict.Judged() {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // notJudged is the verdict of a step the grader could not run: interrupted
