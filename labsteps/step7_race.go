@@ -96,7 +96,7 @@ func race(h *harness.Harness, id string, now, wantToken int64) {
 	// the answer: the winner cannot finish, and so free the job, before the
 	// other sender's claim has run (it has claimed too, or ended).
 	for _, p := range []*harness.Traced{a, b} {
-		p.WaitLines(func(lines []harness.Line) bool {
+		end := p.WaitLines(func(lines []harness.Line) bool {
 			for _, l := range lines {
 				if l.Str("event") == "claimed" {
 					return true
@@ -104,6 +104,12 @@ func race(h *harness.Harness, id string, now, wantToken int64) {
 			}
 			return false
 		})
+		if end == harness.LimitHit || end == harness.StepEnded {
+			// Releasing the holding server now would let the winner
+			// finish before the other claimed: judge nothing of it.
+			h.Timeout(p.Name+" claims or ends once the write lock is free", "a claimed line, or the end of the process",
+				p.Observed(), "the race is judged only once both claims have run")
+		}
 	}
 	h.Action("both claims have run (each sender has claimed or ended); the winner's answer was held until now", result.NoClock)
 	srv.Release()
