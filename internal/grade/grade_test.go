@@ -383,6 +383,9 @@ func TestGradeCohort(t *testing.T) {
 	for _, row := range rows[1:] {
 		status[row[0]] = row[12]
 		ungraded := recs[row[0]].NotGraded != ""
+		if ungraded && (row[9] != "" || row[11] != "" || row[12] != "not graded" || row[1] != "") {
+			t.Errorf("grades.csv row %v of a submission not graded: want no points, no total, no percent, status not graded", row)
+		}
 		if row[0] == "ref" && (row[9] != "100" || row[1] != "12.5") && !(ungraded && row[9] == "" && row[12] == "not graded") {
 			t.Errorf("grades.csv row %v: want 100 (or not graded, with no points)", row)
 		}
