@@ -19,7 +19,10 @@ const (
 	MaxLine     = 1 << 20 // one line of it
 	MaxStderr   = 1 << 20 // a program's stderr
 	MaxObserved = 4000    // the excerpt of a program's output in a check's observed text
-	MaxNarrate  = 4000    // one entry of the step's narrative
+	MaxNarrate  = 4000    // one line of a program as the narrative quotes it
+
+	MaxCheckText = 16 << 10 // a check's observed text, one narrative entry: a backstop
+	MaxNarrative = 4 << 20  // the step's whole narrative
 )
 
 // cutMark is what replaces the dropped part of a bounded text.
