@@ -106,3 +106,16 @@ func TestJSON(t *testing.T) {
 		t.Errorf("JSON: got seed %d private %q; want %d and %q", r.Reported[0].Seed, r.private, int64(1<<62+1), "kept")
 	}
 }
+
+// BenchmarkStringNarrative scrubs a 4 MiB step narrative in which every
+// line names the work dir (the worst ordinary case: a relative rewrite on
+// each line, and words the base64 scan must look at).
+func BenchmarkStringNarrative(b *testing.B) {
+	line := "[  123.4ms] A: {\"event\":\"claimed\",\"id\":\"order-000123\",\"token\":2,\"lease_until\":1700000000123} " + work + "/queue.db\n"
+	text := strings.Repeat(line, (4<<20)/len(line))
+	s := scrub.New(bin).Relative(work)
+	b.SetBytes(int64(len(text)))
+	for b.Loop() {
+		s.String(text)
+	}
+}
