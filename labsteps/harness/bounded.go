@@ -120,9 +120,14 @@ func (l *lineReader) next() (line string, ok bool) {
 		l.cutLine = true
 		line += cutMark(l.maxLine)
 	}
-	l.total += len(line) + 1
+	l.total += len(line) + lineCost
 	return line, true
 }
+
+// lineCost is what a kept line costs beyond its text (a Line, its slice
+// slot, its entry in the story): counted against the total, so a flood of
+// empty lines is bounded in memory too, not only in bytes of text.
+const lineCost = 64
 
 // bound cuts s to at most max bytes (on a rune boundary), marking the cut.
 func bound(s string, max int) string {

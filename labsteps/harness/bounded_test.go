@@ -1,10 +1,15 @@
 package harness_test
 
 import (
+	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"snacklab/labsteps/harness"
+	"snacklab/labsteps/result"
 )
 
 // A judged program's stdout is kept line by line within both bounds: a
@@ -19,10 +24,11 @@ func TestReadLinesBounded(t *testing.T) {
 		want                    []string
 		wantCutLine, wantCutAll bool
 	}{
-		{"plain", "a\nb\r\nc", 10, 100, []string{"a", "b", "c"}, false, false},
-		{"empty lines kept", "\n\nx\n", 10, 100, []string{"", "", "x"}, false, false},
-		{"long line cut", "0123456789abc\nnext\n", 10, 100, []string{"0123456789 … (cut at 10 bytes)", "next"}, true, false},
-		{"flood stops at the total", "aaaa\nbbbb\ncccc\ndddd\n", 10, 10, []string{"aaaa", "bbbb"}, false, true},
+		{"plain", "a\nb\r\nc", 10, 1000, []string{"a", "b", "c"}, false, false},
+		{"empty lines kept", "\n\nx\n", 10, 1000, []string{"", "", "x"}, false, false},
+		{"long line cut", "0123456789abc\nnext\n", 10, 1000, []string{"0123456789 … (cut at 10 bytes)", "next"}, true, false},
+		{"flood stops at the total", "aaaa\nbbbb\ncccc\ndddd\n", 10, 130, []string{"aaaa", "bbbb"}, false, true},
+		{"empty lines count too", strings.Repeat("\n", 1000), 10, 640, make([]string, 10), false, true},
 		{"6 MiB line at the real bound", big + "\nafter\n", harness.MaxLine, harness.MaxStdout,
 			[]string{big[:harness.MaxLine] + " … (cut at 1048576 bytes)", "after"}, true, false},
 	} {
@@ -66,5 +72,50 @@ func TestBound(t *testing.T) {
 		if got := harness.Bound(tc.in, tc.max); got != tc.want {
 			t.Errorf("Bound(%q, %d) = %q; want %q", tc.in, tc.max, got, tc.want)
 		}
+	}
+}
+
+// A real program that prints a 6 MiB line, then floods stdout and stderr:
+// the judge keeps the line cut at MaxLine, stops keeping stdout at
+// MaxStdout, still sees the exit, and quotes at most MaxObserved bytes of
+// it in a check.
+func TestProcOutputBounded(t *testing.T) {
+	bin := t.TempDir()
+	script := "#!/bin/sh\nhead -c 6291456 /dev/zero | tr '\\0' x; echo\necho after\n" +
+		"head -c 10485760 /dev/zero | tr '\\0' '\\n'\nhead -c 3145728 /dev/zero >&2\nexit 3\n"
+	if err := os.WriteFile(filepath.Join(bin, "queuectl"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	l := result.Limits{Wait: time.Minute, Block: time.Minute, Drain: time.Minute, Step: 5 * time.Minute}
+	h := harness.New(context.Background(), t.TempDir(), bin, l)
+	var lines []harness.Line
+	var observed string
+	code := -1
+	problem := h.Do(func(h *harness.Harness) {
+		p := h.Start("Q", result.LaneHarness, "queuectl", result.NoClock, nil)
+		code, _ = p.Wait("the flood ends")
+		lines, observed = p.Lines(), p.Observed()
+	})
+	if problem != "" {
+		t.Fatalf("Do: problem %q", problem)
+	}
+	if code != 3 {
+		t.Errorf("exit: got %d; want 3 (the exit seen past the flood)", code)
+	}
+	if len(lines) < 2 {
+		t.Fatalf("lines: got %d (exit %d); want the cut line and more. Observed: %.300q", len(lines), code, observed)
+	}
+	if lines[0].Text != strings.Repeat("x", harness.MaxLine)+" … (cut at 1048576 bytes)" || lines[1].Text != "after" {
+		t.Errorf("lines: got %d, the first %d bytes; want the 6 MiB line cut at %d and then \"after\"", len(lines), len(lines[0].Text), harness.MaxLine)
+	}
+	total := 0
+	for _, l := range lines {
+		total += len(l.Text) + 1
+	}
+	if total > harness.MaxStdout+harness.MaxLine+100 || len(lines) > harness.MaxStdout/64+1 {
+		t.Errorf("kept stdout: got %d bytes in %d lines; want at most about %d bytes, a line costing 64 at least", total, len(lines), harness.MaxStdout)
+	}
+	if len(observed) > harness.MaxObserved+500 || !strings.Contains(observed, "(cut at 4000 bytes)") || !strings.Contains(observed, "stdout cut at") {
+		t.Errorf("Observed: got %d bytes %.200q…; want at most about %d, saying where it was cut", len(observed), observed, harness.MaxObserved)
 	}
 }
