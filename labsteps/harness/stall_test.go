@@ -28,7 +28,7 @@ func TestKillAllStoppedHelper(t *testing.T) {
 	old := harness.JudgedKillLimit
 	harness.JudgedKillLimit = 300 * time.Millisecond
 	defer func() { harness.JudgedKillLimit = old }()
-	j := &harness.Judged{UID: 300001, GID: 300001, Exec: []string{stoppedHelper(t)}}
+	j := &harness.Judged{UID: 66100, GID: 66100, Exec: []string{stoppedHelper(t)}}
 	done := make(chan error, 1)
 	go func() { done <- j.KillAll() }()
 	select {
@@ -44,7 +44,7 @@ func TestKillAllStoppedHelper(t *testing.T) {
 // A judged SQL helper that never answers ends with the deadline of the
 // context it was opened with (execSQL gives it SQLHelperLimit).
 func TestOpenSQLStoppedHelper(t *testing.T) {
-	j := &harness.Judged{UID: 300001, GID: 300001, Exec: []string{stoppedHelper(t)}}
+	j := &harness.Judged{UID: 66100, GID: 66100, Exec: []string{stoppedHelper(t)}}
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
 	_, err := j.OpenSQL(ctx, "file:q.db?mode=rw")
