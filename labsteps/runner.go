@@ -180,6 +180,11 @@ func RunStep(ctx context.Context, cfg Config, s Step) (res result.Result) {
 	// identity, before the step's files are kept or removed.
 	if err := judged.KillAll(); err != nil && res.Problem == "" {
 		res.Problem = "end the step's programs: " + err.Error()
+		// A helper the step's own programs stopped is their failure, with
+		// the reason; any other error is the lab's, and judges nothing.
+		if !errors.Is(err, harness.ErrJudgedStall) {
+			res.NotJudged = result.Error
+		}
 	}
 	h.Record(&res)
 	res.Pass = res.Problem == "" && res.Failed() == nil && len(res.Checks) > 0

@@ -60,8 +60,8 @@ func isolatedBoundary(ctx context.Context, exe string, o gradeOptions, steps int
 	}
 	crashLim := isolate.Limits{Memory: lim.Memory, PIDs: lim.PIDs, CPUs: lim.CPUs}
 	b := &grade.Boundary{
-		Mode: fmt.Sprintf("isolated in Docker: built and run in containers with no network, a root only the lab may write, the lab as root with six capabilities and the submission's programs as uid 65533 apart from it; %d MiB, %g CPU, %d pids, %v wall clock per submission",
-			o.memory, o.cpus, o.pids, wall),
+		Mode: fmt.Sprintf("isolated in Docker: built and run in containers with no network, a root only the lab may write, the lab as root with six capabilities and the submission's programs as uid %d and up apart from it; %d MiB, %g CPU, %d pids, %v wall clock per submission",
+			isolate.JudgedUID, o.memory, o.cpus, o.pids, wall),
 		Build: eng.BuildFunc(gocache, isolate.Limits{Memory: o.buildMemory << 20}),
 		Run:   grade.StepRunner(eng.Runner(lim)),
 		// lab crash in the same containers, with its own wall-clock limit.

@@ -13,6 +13,7 @@ import (
 
 	"snacklab/internal/cliflag"
 	"snacklab/internal/crash"
+	"snacklab/internal/isolate"
 	"snacklab/internal/powercut"
 	"snacklab/labsteps/result"
 	"snacklab/queue"
@@ -134,7 +135,7 @@ func parseCrashFlags(args []string, stdout io.Writer) (*crashFlags, error) {
 	fs.StringVar(&f.budget, "budget", powercut.Small.Name, "with --power-cut: the `budget` of states per barrier (small: CI and grading; full)")
 	fs.IntVar(&f.barrier, "barrier", 0, "with --power-cut: replay only barrier `B` of the one --program (keeps its work dir)")
 	fs.IntVar(&f.state, "state", 0, "with --power-cut --barrier B: replay only state `S` of it")
-	cliflag.IntVar(fs, &f.judgedUID, "judged-uid", -1, "run every program under test as this `uid`, as lab run does (the lab must be root with CAP_SETUID, CAP_SETGID, CAP_CHOWN, CAP_KILL, CAP_SYS_PTRACE; grading containers use 65533)")
+	cliflag.IntVar(fs, &f.judgedUID, "judged-uid", -1, fmt.Sprintf("run every program under test as this `uid`, as lab run does (the lab must be root with CAP_SETUID, CAP_SETGID, CAP_CHOWN, CAP_KILL, CAP_SYS_PTRACE; grading containers use %d)", isolate.JudgedUID))
 	cliflag.IntVar(fs, &f.judgedGID, "judged-gid", -1, "with --judged-uid: the programs' `gid` (default: the uid)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {

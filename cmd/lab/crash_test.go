@@ -25,8 +25,8 @@ func TestCrashUsageErrors(t *testing.T) {
 		{"kills with power cuts", []string{"crash", "--power-cut", "--kills", "5"}, "lab: crash: --kills is for crash points, not --power-cut. Try: lab crash --power-cut --program enqueue\n"},
 		{"budget without power cuts", []string{"crash", "--budget", "full"}, "lab: crash: --budget is for --power-cut. Try: lab crash --power-cut --budget …\n"},
 		{"state without barrier", []string{"crash", "--power-cut", "--program", "enqueue", "--state", "2"}, "lab: crash: --state S replays a state of one barrier: give --barrier B too\n"},
-		{"judged gid alone", []string{"crash", "--judged-gid", "5"}, "lab: crash: --judged-gid needs --judged-uid. Try: lab crash --judged-uid 65533\n"},
-		{"judged as root", []string{"crash", "--judged-uid", "0"}, "lab: crash: --judged-uid 0: want a non-root uid. Try: lab crash --judged-uid 65533\n"},
+		{"judged gid alone", []string{"crash", "--judged-gid", "5"}, "lab: crash: --judged-gid needs --judged-uid. Try: lab crash --judged-uid 300000\n"},
+		{"judged as root", []string{"crash", "--judged-uid", "0"}, "lab: crash: --judged-uid 0: want a non-root uid. Try: lab crash --judged-uid 300000\n"},
 		{"barrier without a program", []string{"crash", "--power-cut", "--barrier", "2"}, "lab: crash: --barrier replays a power cut of one program. Try: lab crash --power-cut --program enqueue --barrier 6\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"snacklab/internal/cliflag"
+	"snacklab/internal/isolate"
 	"snacklab/labsteps"
 	"snacklab/labsteps/harness"
 	"snacklab/labsteps/result"
@@ -168,7 +169,7 @@ func newFlags(o *options) *flag.FlagSet {
 	fs.DurationVar(&o.timeout, "timeout", 0, "time limit of one step (default: derived from the calibration, at least 60s)")
 	cliflag.IntVar(fs, &o.parallel, "parallel", 0, "steps run at once (default: all selected)")
 	cliflag.IntVar(fs, &o.repeat, "repeat", 1, "run the selection this many times; reports describe the last run")
-	cliflag.IntVar(fs, &o.judgedUID, "judged-uid", -1, "run the programs under test as another `uid`: calibration's as it, step n's as uid+n, each step's ended with it, setsid or not (the lab must be root with CAP_SETUID, CAP_SETGID, CAP_CHOWN, CAP_KILL; grading containers use 65533; give uids no other process uses)")
+	cliflag.IntVar(fs, &o.judgedUID, "judged-uid", -1, fmt.Sprintf("run the programs under test as another `uid`: calibration's as it, step n's as uid+n, each step's ended with it, setsid or not (the lab must be root with CAP_SETUID, CAP_SETGID, CAP_CHOWN, CAP_KILL; grading containers use %d; give uids no other process uses)", isolate.JudgedUID))
 	cliflag.IntVar(fs, &o.judgedGID, "judged-gid", -1, "with --judged-uid: the programs' `gid` (default: the uid; step n's gid+n)")
 	return fs
 }
@@ -342,12 +343,12 @@ func judgedOf(o options) (*harness.Judged, error) {
 func judgedIDs(uid, gid int, sub string) (*harness.Judged, error) {
 	if uid < 0 {
 		if gid >= 0 {
-			return nil, usageErr{fmt.Sprintf("--judged-gid needs --judged-uid. Try: lab %s --judged-uid 65533", sub)}
+			return nil, usageErr{fmt.Sprintf("--judged-gid needs --judged-uid. Try: lab %s --judged-uid %d", sub, isolate.JudgedUID)}
 		}
 		return nil, nil
 	}
 	if uid == 0 || uid > 1<<31 || gid > 1<<31 {
-		return nil, usageErr{fmt.Sprintf("--judged-uid %d: want a non-root uid. Try: lab %s --judged-uid 65533", uid, sub)}
+		return nil, usageErr{fmt.Sprintf("--judged-uid %d: want a non-root uid. Try: lab %s --judged-uid %d", uid, sub, isolate.JudgedUID)}
 	}
 	if gid < 0 {
 		gid = uid

@@ -77,8 +77,8 @@ func TestUsageErrors(t *testing.T) {
 		{"unknown flag", []string{"run", "--frobnicate"}, 2, "lab: flag provided but not defined: -frobnicate. Try: lab help\n"},
 		{"missing executables", []string{"run", "--bin", "/nonexistent", "1"}, 2, "lab: queuectl: stat /nonexistent/queuectl: no such file or directory (build it, or point --bin at a directory holding queuectl, sender and receiver)\n"},
 		{"repeat zero", []string{"run", "--repeat", "0"}, 2, "lab: --repeat must be at least 1. Try: lab run --repeat 200\n"},
-		{"judged gid alone", []string{"run", "--judged-gid", "5", "1"}, 2, "lab: --judged-gid needs --judged-uid. Try: lab run --judged-uid 65533\n"},
-		{"judged as root", []string{"run", "--judged-uid", "0", "1"}, 2, "lab: --judged-uid 0: want a non-root uid. Try: lab run --judged-uid 65533\n"},
+		{"judged gid alone", []string{"run", "--judged-gid", "5", "1"}, 2, "lab: --judged-gid needs --judged-uid. Try: lab run --judged-uid 300000\n"},
+		{"judged as root", []string{"run", "--judged-uid", "0", "1"}, 2, "lab: --judged-uid 0: want a non-root uid. Try: lab run --judged-uid 300000\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := lab(t, tc.args...)

@@ -20,7 +20,7 @@ import (
 var labBin string
 
 // TestMain builds that lab once for the package. Each judged test its own
-// judged uid, and none of the grading containers' (65533 and up): every
+// judged uid, and none of the grading containers' (300000 and up): every
 // new world kills every process of its uid.
 func TestMain(m *testing.M) {
 	os.Exit(func() int {

@@ -1,6 +1,7 @@
 package grade_test
 
 import (
+	"encoding/base64"
 	"errors"
 	"os"
 	"path/filepath"
@@ -42,7 +43,7 @@ func TestCheckSource(t *testing.T) {
 		}, "cmd/queuectl/x_amd64.s:2 includes /etc/passwd, a file outside your submission"},
 		{"asm include climbing out", func(t *testing.T, dir string) {
 			writeFiles(t, dir, map[string]string{"cmd/queuectl/x_amd64.s": "#  include <../../../../other/queue.h>\n"})
-		}, "x_amd64.s:1 includes ../../../../other/queue.h"},
+		}, "x_amd64.s:1 includes <, which is not a file name in double quotes"},
 		{"asm include of the toolchain and own headers", func(t *testing.T, dir string) {
 			writeFiles(t, dir, map[string]string{"cmd/queuectl/x_amd64.s": "#include \"textflag.h\"\n#include \"own.h\"\n", "cmd/queuectl/own.h": "// nothing\n"})
 		}, ""},
@@ -121,6 +122,10 @@ func TestStudentText(t *testing.T) {
 		{"cwd " + work + " and " + tmp, "cwd . and ."},
 		{"github.com/x/sub/pkg and /srcdir stay", "github.com/x/sub/pkg and /srcdir stay"},
 		{"build: /src/cmd/queuectl/main.go:3: bad", "build: cmd/queuectl/main.go:3: bad"},
+		// Not only at a word's start, and the isolate's and engine's paths too.
+		{"lowerdir=/tmp/snacklab-isolate-3/sub x/tmp/snacklab-isolate-3/sub/queuectl", "lowerdir=[grader]/sub [grader]/sub/queuectl"},
+		{"host /var/lib/docker/containers/abc/hostname", "host [grader]"},
+		{"b64 " + base64.StdEncoding.EncodeToString([]byte("cwd "+work)), "b64 [grader]"},
 	} {
 		if got := grade.StudentText(out, tmp, tc.in, bin, work); got != tc.want {
 			t.Errorf("student(%q)\n got %q\nwant %q", tc.in, got, tc.want)

@@ -5,8 +5,9 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"strings"
+
+	"snacklab/internal/scrub"
 )
 
 // What the learner sees of a grading is written for their machine, not the
@@ -35,8 +36,9 @@ var workDirRE = regexp.MustCompile(`(?:/[^\s'"/:]+)*/snacklab-step\d+-[^\s'"/:]+
 // student rewrites text for the learner's eyes: the paths of the grading
 // machine — the step's work dir, the bin dir, the submission's own path,
 // the output dir, the grader's temp dir, the container's /sub — become
-// relative names, and the line pointing at the logs (which stay on the
-// grading machine) goes.
+// relative names, every other path of the grader (an isolate staging dir,
+// the engine's, any of them encoded) becomes scrub.Mark, and the line
+// pointing at the logs (which stay on the grading machine) goes.
 func (g *grader) student(text string, dirs ...string) string {
 	var keep []string
 	for _, l := range strings.Split(text, "\n") {
@@ -46,21 +48,6 @@ func (g *grader) student(text string, dirs ...string) string {
 		keep = append(keep, l)
 	}
 	text = strings.Join(keep, "\n")
-	dirs = append(dirs, g.cfg.Out, g.tmp, "/sub", "/src")
-	slices.SortFunc(dirs, func(a, b string) int { return len(b) - len(a) })
-	for _, d := range dirs {
-		if d == "" || d == "/" {
-			continue
-		}
-		// Only a whole path: at the start of a word, ending at a separator.
-		re := regexp.MustCompile(`(^|[\s'"(=:])` + regexp.QuoteMeta(d) + `(/|$|[\s'"):,;])`)
-		text = re.ReplaceAllStringFunc(text, func(m string) string {
-			sub := re.FindStringSubmatch(m)
-			if sub[2] == "/" {
-				return sub[1]
-			}
-			return sub[1] + "." + sub[2]
-		})
-	}
+	text = scrub.New().Relative(append(dirs, g.cfg.Out, g.tmp, "/sub", "/src")...).String(text)
 	return workDirRE.ReplaceAllString(text, "")
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"snacklab/internal/crash"
+	"snacklab/internal/scrub"
 )
 
 // Crash verification (`lab crash`, docs/crash.md) in a grading container:
@@ -243,12 +244,12 @@ func summary(rep any) (ok bool, bin string, seed int64, programs []string, kills
 	return false, "", 0, nil, 0
 }
 
-// scrubCrash takes the grader's and the engine's paths out of what people
-// see, as Outcome.scrub does.
+// scrubCrash takes the grader's and the engine's paths out of every
+// string of o (the report included), as Outcome.scrub does.
 func scrubCrash(o *CrashOutcome, hostPaths ...string) {
-	tmp := Outcome{Problem: o.NotGraded, Stdout: o.Stdout, Stderr: o.Stderr}
-	tmp.scrub(hostPaths...)
-	o.NotGraded, o.Stdout, o.Stderr = tmp.Problem, tmp.Stdout, tmp.Stderr
+	if err := scrub.New(hostPaths...).JSON(o); err != nil {
+		*o = CrashOutcome{Limits: o.Limits, NotGraded: "the grader could not clean its report: " + err.Error()}
+	}
 }
 
 // CrashRunner returns the shape internal/grade's Boundary.Crash takes: lab

@@ -81,12 +81,18 @@ const ContainerUser = "65532:65532"
 
 // The identities of a grading container (docs/isolation.md): the lab, the
 // judge, runs as root with only JudgeCaps; every program of the submission,
-// the judged, runs as JudgedUID:JudgedGID with no capabilities, and can
-// write only its scratch directories. No user of the host is either.
+// the judged, runs as JudgedUID:JudgedGID (step n's as JudgedUID+n) with no
+// capabilities, and can write only its scratch directories. No user of the
+// host is either: the ids sit far above every range a system hands out
+// (system accounts below 1000, users below 60000, nobody 65534, systemd's
+// dynamic users up to 65519), so no process of the host, or of the
+// container's engine, shares a uid with a judged program, which could then
+// signal or trace it. (65533 was the base once: step 1's programs ran as
+// 65534, nobody, and could signal the host's processes of that uid.)
 const (
 	JudgeUser = "0:0"
-	JudgedUID = 65533
-	JudgedGID = 65533
+	JudgedUID = 300000
+	JudgedGID = 300000
 )
 
 // JudgeCaps are the capabilities the lab keeps: to start the programs as

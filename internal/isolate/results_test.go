@@ -2,6 +2,7 @@ package isolate_test
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
 	"encoding/xml"
@@ -335,15 +336,35 @@ func TestStudentTextNamesNoMachinePath(t *testing.T) {
 	o.Steps[1].Output += leak
 	o.Steps[1].Reason += leak
 	o.Problem = leak
+	if len(o.Reported) == 0 || len(o.Reported[len(o.Reported)-1].Checks) == 0 {
+		t.Fatalf("Interpret: got %d reported steps; want the lab's report kept", len(o.Reported))
+	}
+	// The lab's full report reaches LabResults as it is: every field of it
+	// must be scrubbed too, encoded copies included.
+	r := &o.Reported[len(o.Reported)-1]
+	r.Narrative = leak
+	r.Checks[0].Observed = leak + base64.StdEncoding.EncodeToString([]byte(leak))
+	r.Problem = "x/tmp/grader/snacklab-isolate-42/sub/queuectl"
 	isolate.Scrub(&o, "/tmp/grader/snacklab-isolate-42", "/x/sub")
-	for _, s := range []string{o.Steps[1].Output, o.Steps[1].Reason, o.Problem} {
-		for _, bad := range []string{"/var/lib/docker", "/tmp/grader", "snacklab-isolate-42"} {
+	lab, err := json.Marshal(o.LabResults())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var gs, ju bytes.Buffer
+	if err := isolate.WriteGradescope(&gs, o); err != nil {
+		t.Fatal(err)
+	}
+	if err := isolate.WriteJUnit(&ju, o); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{o.Steps[1].Output, o.Steps[1].Reason, o.Problem, string(lab), gs.String(), ju.String()} {
+		for _, bad := range []string{"/var/lib/docker", "/tmp/grader", "snacklab-isolate-42", base64.StdEncoding.EncodeToString([]byte(leak))[:24]} {
 			if strings.Contains(s, bad) {
 				t.Errorf("got %q; want no %q", s, bad)
 			}
 		}
 	}
-	if !strings.Contains(o.Problem, "<grader>/sub /sub ro") {
-		t.Errorf("got %q; want the staging path replaced by <grader>", o.Problem)
+	if !strings.Contains(o.Problem, "[grader]/sub /sub ro") {
+		t.Errorf("got %q; want the staging path replaced by [grader]", o.Problem)
 	}
 }

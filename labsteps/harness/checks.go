@@ -41,6 +41,9 @@ func (h *Harness) Clause(ids ...string) {
 // record keeps c and, when it failed, ends the step.
 func (h *Harness) record(c result.Check) {
 	c.At = h.since()
+	// A backstop for checks that quote a program's output whole: the
+	// report carries what was observed, not all a program printed.
+	c.Observed = bound(c.Observed, MaxCheckText)
 	if c.Part == "" {
 		c.Part = h.part
 	}

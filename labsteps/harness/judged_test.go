@@ -179,7 +179,7 @@ func TestKillAllEndsWhatLeftItsGroup(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Not the grading containers' 65533 and up: KillAll reaches every
+	// Not the grading containers' 300000 and up: KillAll reaches every
 	// process of its uid on this machine, and the isolation tests' judged
 	// programs are host processes of those uids.
 	base := &harness.Judged{UID: 66000, GID: 66000, Exec: []string{self, harness.JudgedExecCommand}}

@@ -1,6 +1,7 @@
 package harness
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -9,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 )
 
 // JudgedKillCommand is the lab's hidden subcommand that becomes a judged
@@ -51,13 +53,34 @@ func (j *Judged) KillAll() error {
 	if len(j.Exec) == 0 {
 		return fmt.Errorf("no lab to run %s as uid %d", JudgedKillCommand, j.UID)
 	}
-	cmd := exec.Command(j.Exec[0], JudgedKillCommand, strconv.FormatUint(uint64(j.UID), 10), strconv.FormatUint(uint64(j.GID), 10))
+	ctx, cancel := context.WithTimeout(context.Background(), JudgedKillLimit)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, j.Exec[0], JudgedKillCommand, strconv.FormatUint(uint64(j.UID), 10), strconv.FormatUint(uint64(j.GID), 10))
 	cmd.Env = (*Judged)(nil).Env()
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("%s %d: %w: %s", JudgedKillCommand, j.UID, err, strings.TrimSpace(string(out)))
+	// The helper runs as the judged: a judged program may stop it
+	// (SIGSTOP) or hold its output open. Its own deadline, a bounded
+	// output and a bounded wait for the pipe keep the judge going.
+	out := newCapBuffer(64 << 10)
+	cmd.Stdout, cmd.Stderr = out, out
+	cmd.WaitDelay = time.Second
+	err := cmd.Run()
+	if ctx.Err() != nil {
+		return fmt.Errorf("%s %d: still running after %v (stopped or held by a program of that uid): %w", JudgedKillCommand, j.UID, JudgedKillLimit, ErrJudgedStall)
+	}
+	if err != nil {
+		return fmt.Errorf("%s %d: %w: %s", JudgedKillCommand, j.UID, err, strings.TrimSpace(out.String()))
 	}
 	return nil
 }
+
+// JudgedKillLimit bounds one run of the judged-kill helper: it takes
+// milliseconds unless something stops it.
+var JudgedKillLimit = 30 * time.Second
+
+// ErrJudgedStall wraps a helper of the lab's that a judged program stopped
+// or held past its own time limit: the submission's failure, not the
+// grader's trouble.
+var ErrJudgedStall = errors.New("a lab helper running as the judged was stalled")
 
 // killRounds bounds JudgedKill: a process that forks between two rounds is
 // caught by the next; one that outpaces this many is reported.

@@ -2,6 +2,7 @@ package harness
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -55,21 +56,62 @@ func (h *Harness) HoldWriteLock() *WriteLock {
 // the contract's default busy timeout.
 func queueDSN(path string) string { return SQLiteDSN(path, 5000) }
 
-// openNoFollow opens path for reading when it is a file itself, not a link
-// a program planted there to make the lab read one of its own files.
+// MaxQueueFile is the most of a queue file the lab reads: a queue of the
+// lab's steps is a few hundred KiB, and a program that leaves a 64 GiB
+// sparse file at the queue's name must not have the judge read it.
+const MaxQueueFile = 256 << 20
+
+// ErrJudgedFile wraps every refusal of a file the programs left where the
+// lab reads: what they planted is their failure, said with the reason.
+var ErrJudgedFile = errors.New("a file the programs left cannot be read by the lab")
+
+// openNoFollow opens path for reading when it is a regular file itself,
+// not a link a program planted there to make the lab read one of its own
+// files, nor a FIFO or device: O_NONBLOCK keeps the open of a FIFO with no
+// writer from blocking the judge, and the file's type is checked on the
+// open descriptor, so no swap between a check and the open can fool it.
 func openNoFollow(path string) (*os.File, error) {
-	return os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		if errors.Is(err, syscall.ELOOP) {
+			return nil, fmt.Errorf("%w: %s is a symbolic link", ErrJudgedFile, filepath.Base(path))
+		}
+		return nil, err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		f.Close()
+		return nil, fmt.Errorf("%w: %s is not a regular file (%v)", ErrJudgedFile, filepath.Base(path), fi.Mode().Type())
+	}
+	return f, nil
 }
 
 // ReadNoFollow reads a file of the programs' (the queue file) as
-// os.ReadFile does, refusing a symlink planted at its name.
+// os.ReadFile does, refusing a symlink, a FIFO or device planted at its
+// name, and a file past MaxQueueFile (checked before reading, and again
+// while reading, for a file that grows).
 func ReadNoFollow(path string) ([]byte, error) {
 	f, err := openNoFollow(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	return io.ReadAll(f)
+	tooBig := fmt.Errorf("%w: %s is past the lab's cap of %d MiB", ErrJudgedFile, filepath.Base(path), MaxQueueFile>>20)
+	if fi, err := f.Stat(); err == nil && fi.Size() > MaxQueueFile {
+		return nil, tooBig
+	}
+	b, err := io.ReadAll(io.LimitReader(f, MaxQueueFile+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > MaxQueueFile {
+		return nil, tooBig
+	}
+	return b, nil
 }
 
 // drop releases a lock the step left held (it failed while holding it),

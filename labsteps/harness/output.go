@@ -1,7 +1,6 @@
 package harness
 
 import (
-	"bytes"
 	"io"
 	"os"
 	"os/exec"
@@ -18,14 +17,14 @@ import (
 // under load, a process's whole stdout could be lost without a word.
 type output struct {
 	rOut, rErr, wOut, wErr *os.File
-	stdout, stderr         bytes.Buffer
+	stdout, stderr         *capBuffer    // MaxStdout, MaxStderr
 	done                   chan struct{} // closed when both readers have stopped
 }
 
 // collect gives cmd its stdout and stderr pipes. Call started after
 // cmd.Start (whatever it returned).
 func collect(cmd *exec.Cmd) (*output, error) {
-	o := &output{done: make(chan struct{})}
+	o := &output{done: make(chan struct{}), stdout: newCapBuffer(MaxStdout), stderr: newCapBuffer(MaxStderr)}
 	var err error
 	if o.rOut, o.wOut, err = os.Pipe(); err != nil {
 		return nil, err
@@ -47,8 +46,8 @@ func (o *output) started() {
 	var wg sync.WaitGroup
 	for _, p := range []struct {
 		r *os.File
-		b *bytes.Buffer
-	}{{o.rOut, &o.stdout}, {o.rErr, &o.stderr}} {
+		b *capBuffer
+	}{{o.rOut, o.stdout}, {o.rErr, o.stderr}} {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

@@ -1,7 +1,6 @@
 package harness
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -80,7 +79,8 @@ type Proc struct {
 	signal string
 	killed bool // the harness sent SIGKILL
 	done   chan struct{}
-	stderr bytes.Buffer // written by os/exec until the process ends
+	stderr *capBuffer // written by os/exec until the process ends; MaxStderr
+	cut    bool       // stdout went past MaxStdout: the rest was dropped
 }
 
 // Start launches bin/prog in the background.
@@ -93,7 +93,7 @@ func (h *Harness) Start(name, lane, prog string, clock int64, describe func(Line
 // newProc is a background process not yet started.
 func (h *Harness) newProc(name, lane, prog string, clock int64, describe func(Line) (string, bool), args []string) *Proc {
 	return &Proc{h: h, Name: name, Lane: lane, Prog: prog, Args: args, Clock: clock, describe: describe,
-		Logs: h.logName(strings.TrimSuffix(prog+"-"+name, "-"+prog)), notify: make(chan struct{}), done: make(chan struct{}), code: -1}
+		Logs: h.logName(strings.TrimSuffix(prog+"-"+name, "-"+prog)), notify: make(chan struct{}), done: make(chan struct{}), code: -1, stderr: newCapBuffer(MaxStderr)}
 }
 
 // launch starts p as argv (the program itself, or a tracer running it) and
@@ -122,7 +122,7 @@ func (h *Harness) launch(p *Proc, argv []string, traced string) {
 	if f, ok := stdout.(*os.File); ok {
 		p.stdoutPipe, _ = systrace.PipeName(f) // "" only if fstat fails: StdoutWrites says so
 	}
-	p.cmd.Stderr = &p.stderr
+	p.cmd.Stderr = p.stderr
 	if err := p.cmd.Start(); err != nil {
 		h.Fatalf("start "+name, "the process starts", "nothing can be checked without it", "%s: %v", cmdline(p.Prog, p.Args), err)
 	}
@@ -155,10 +155,12 @@ func (h *Harness) launch(p *Proc, argv []string, traced string) {
 }
 
 func (p *Proc) read(stdout io.Reader) {
-	sc := bufio.NewScanner(stdout)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		text := sc.Text()
+	lr := newLineReader(stdout, MaxLine, MaxStdout)
+	for {
+		text, ok := lr.next()
+		if !ok {
+			break
+		}
 		l := Line{At: p.h.since(), Text: text}
 		dec := json.NewDecoder(strings.NewReader(text))
 		dec.UseNumber()
@@ -177,7 +179,7 @@ func (p *Proc) read(stdout io.Reader) {
 				p.h.Event(p.Lane, "line", t, p.Clock, bad)
 			}
 		}
-		p.h.Narrate("%s: %s", p.Name, text)
+		p.h.Narrate("%s: %s", p.Name, bound(text, MaxNarrate))
 		p.mu.Lock()
 		p.lines = append(p.lines, l)
 		close(p.notify)
@@ -185,6 +187,9 @@ func (p *Proc) read(stdout io.Reader) {
 		p.mu.Unlock()
 	}
 	io.Copy(io.Discard, stdout)
+	if lr.cutStream {
+		p.h.Narrate("%s: stdout cut at %d bytes (the rest was read and dropped)", p.Name, MaxStdout)
+	}
 	err := p.cmd.Wait()
 	code, sig := -1, ""
 	if p.cmd.ProcessState != nil {
@@ -194,6 +199,7 @@ func (p *Proc) read(stdout io.Reader) {
 	}
 	p.mu.Lock()
 	p.exited, p.code, p.signal = true, code, sig
+	p.cut = lr.cutStream
 	killed := p.killed
 	close(p.notify)
 	p.notify = make(chan struct{})
@@ -237,13 +243,20 @@ func (p *Proc) observedAfter(waited time.Duration) string {
 	if len(p.lines) == 0 {
 		b.WriteString("no output")
 	} else {
-		b.WriteString("printed: ")
+		var printed strings.Builder
 		for i, l := range p.lines {
 			if i > 0 {
-				b.WriteString(" | ")
+				printed.WriteString(" | ")
 			}
-			b.WriteString(l.Text)
+			printed.WriteString(l.Text)
+			if printed.Len() > MaxObserved {
+				break
+			}
 		}
+		b.WriteString("printed: " + bound(printed.String(), MaxObserved))
+	}
+	if p.cut {
+		b.WriteString(fmt.Sprintf(" (stdout cut at %d bytes)", MaxStdout))
 	}
 	if p.exited {
 		b.WriteString("; then " + ExitText(p.code, p.signal))

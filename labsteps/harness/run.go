@@ -147,7 +147,7 @@ func (h *Harness) execRaw(prog string, args ...string) *Run {
 		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 	}
 	r.Cut = !o.drain(h.Limits.Drain)
-	out, errb := &o.stdout, &o.stderr
+	out, errb := o.stdout, o.stderr
 	r.Stdout, r.Stderr = out.String(), errb.String()
 	if cmd.ProcessState != nil {
 		r.Code, r.Signal = exitStatus(cmd.ProcessState)

@@ -2,6 +2,7 @@ package harness
 
 import (
 	"context"
+	"time"
 
 	"snacklab/labsteps/result"
 )
@@ -19,10 +20,17 @@ func (h *Harness) BreakQueue(what, script string) {
 	h.Action("harness edits the queue file by hand: "+what, result.NoClock)
 }
 
+// SQLHelperLimit bounds one execSQL: the edit runs even when the step's
+// context has ended (the cleanup needs it), but a helper a judged program
+// stopped, or a lock it holds forever, must not hold the judge.
+var SQLHelperLimit = time.Minute
+
 // execSQL runs script on the SQLite file of dsn with a hand of its own
-// (SQLHand: as the judged when there is one), then closes it.
+// (SQLHand: as the judged when there is one), then closes it, within
+// SQLHelperLimit.
 func (h *Harness) execSQL(dsn, script string) error {
-	ctx := context.WithoutCancel(h.ctx)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(h.ctx), SQLHelperLimit)
+	defer cancel()
 	hand, err := h.openSQL(ctx, dsn)
 	if err != nil {
 		return err

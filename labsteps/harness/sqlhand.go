@@ -2,7 +2,6 @@ package harness
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -14,6 +13,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"syscall"
+	"time"
 
 	_ "modernc.org/sqlite" // the lab's own hand on the programs' SQLite files
 )
@@ -39,7 +39,7 @@ type SQLHand struct {
 	cmd    *exec.Cmd
 	in     io.WriteCloser
 	out    *bufio.Reader
-	stderr *bytes.Buffer // read only once the helper was waited for
+	stderr *capBuffer // read only once the helper was waited for
 	waited bool
 }
 
@@ -81,7 +81,7 @@ func (j *Judged) OpenSQL(ctx context.Context, dsn string) (*SQLHand, error) {
 	if err != nil {
 		return nil, err
 	}
-	stderr := new(bytes.Buffer)
+	stderr := newCapBuffer(64 << 10)
 	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s: %w", JudgedSQLCommand, err)
@@ -188,12 +188,21 @@ func (s *SQLHand) Close() error {
 	return s.wait() // stdin's end ends the helper (rolling back what is open)
 }
 
-// wait closes the helper's stdin and waits for it, once.
+// wait closes the helper's stdin and waits for it, once, at most
+// sqlCloseLimit before killing it: the helper runs as the judged, and a
+// judged program may have stopped it.
 func (s *SQLHand) wait() error {
 	s.waited = true
 	s.in.Close()
+	// Process.Kill, not kill(2) on the pid: it is a no-op once the helper
+	// was waited for, so a reused pid is never signalled.
+	t := time.AfterFunc(sqlCloseLimit, func() { s.cmd.Process.Kill() })
+	defer t.Stop()
 	return s.cmd.Wait()
 }
+
+// sqlCloseLimit bounds the end of a helper after its stdin closed.
+const sqlCloseLimit = 10 * time.Second
 
 // Helper runs args as one of the lab's hidden subcommands for the judged
 // (judged-exec, judged-sql, judged-kill) and reports whether args named one: the lab's

@@ -15,11 +15,19 @@ func (h *Harness) Section(name string) {
 	h.Narrate("── %s", name)
 }
 
-// Narrate adds a line to the step's story.
+// Narrate adds a line to the step's story, bounded: one entry at
+// MaxCheckText, the story at MaxNarrative (what follows is dropped, said
+// once), so a program's flood of output cannot grow the judge through it.
 func (h *Harness) Narrate(format string, args ...any) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	fmt.Fprintf(&h.narr, "[%7.1fms] %s\n", ms(h.since()), fmt.Sprintf(format, args...))
+	if h.narr.Len() >= MaxNarrative {
+		return
+	}
+	fmt.Fprintf(&h.narr, "[%7.1fms] %s\n", ms(h.since()), bound(fmt.Sprintf(format, args...), MaxCheckText))
+	if h.narr.Len() >= MaxNarrative {
+		fmt.Fprintf(&h.narr, "[%7.1fms] (the story is cut at %d bytes: the rest is in the logs)\n", ms(h.since()), MaxNarrative)
+	}
 }
 
 // Event records a point on the timeline.
