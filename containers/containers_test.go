@@ -19,6 +19,7 @@ import (
 	dc "github.com/ory/dockertest/v3/docker"
 
 	"snacklab/containers"
+	"snacklab/internal/tier"
 )
 
 // requireDocker is the environment switch that turns "no Docker engine" from
@@ -45,6 +46,7 @@ const (
 // receiver counts two requests but adds stock once, and a late finish with
 // token 1 is refused.
 func TestCrashAfterReceiptAcrossContainers(t *testing.T) {
+	tier.Slow(t)
 	t.Parallel()
 	l := newLab(t)
 	rcv := l.startReceiver()

@@ -23,6 +23,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"snacklab/internal/starter"
+	"snacklab/internal/tier"
 	"snacklab/labsteps/mutants"
 )
 
@@ -54,6 +55,7 @@ const simPoints = "1=10,3=10,4=10,8=10"
 // once the timings are blanked (see normalize), and a shard killed midway
 // and graded again changes nothing.
 func TestIndexedJobOnDocker(t *testing.T) {
+	tier.Slow(t)
 	if os.Getenv(requireDocker) == "" {
 		t.Skipf("the Kubernetes simulation builds the grading image; it runs when %s=1 (CI sets it)", requireDocker)
 	}

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"snacklab/internal/crash"
+	"snacklab/internal/tier"
 	"snacklab/labsteps/mutants"
 )
 
@@ -99,6 +100,7 @@ func TestReferenceEnqueue(t *testing.T) {
 // of one `sender run-once --batch 3` and a short soak of batched senders:
 // the claim, each of the three POSTs and the one finish of three jobs.
 func TestReferenceBatchedSender(t *testing.T) {
+	tier.Slow(t)
 	bin := reference(t)
 	rep := run(t, crash.Config{Bin: bin, Work: t.TempDir(), Programs: []string{"sender"}, Batch: 3, Seed: 5, Kills: 10})
 	if !rep.OK || len(rep.Violations) != 0 {

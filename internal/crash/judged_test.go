@@ -10,6 +10,7 @@ import (
 
 	"snacklab/internal/crash"
 	"snacklab/internal/powercut"
+	"snacklab/internal/tier"
 	"snacklab/labsteps/harness"
 )
 
@@ -48,6 +49,7 @@ func TestMain(m *testing.M) {
 // dir is the judge's and unlistable, the logs the judge's alone; and the
 // reference still survives every crash point and a short soak.
 func TestJudgedEnqueue(t *testing.T) {
+	tier.Slow(t)
 	if os.Geteuid() != 0 {
 		t.Skip("needs root (CAP_SETUID, CAP_CHOWN) to run the programs as another uid")
 	}
@@ -88,6 +90,7 @@ func TestJudgedEnqueue(t *testing.T) {
 // and every restart run as the judged, on state files handed to it; the
 // reference's enqueue survives every state of the small budget.
 func TestJudgedPowerCutEnqueue(t *testing.T) {
+	tier.Slow(t)
 	if os.Geteuid() != 0 {
 		t.Skip("needs root (CAP_SETUID, CAP_CHOWN) to run the programs as another uid")
 	}

@@ -12,6 +12,7 @@ import (
 
 	"snacklab/internal/crash"
 	"snacklab/internal/powercut"
+	"snacklab/internal/tier"
 	"snacklab/labsteps/mutants"
 )
 
@@ -67,6 +68,7 @@ func TestPowerCutReferenceEnqueue(t *testing.T) {
 // directory never synced after it) passes lab crash but loses an accepted
 // order to a power cut after the acceptance; the report draws that state.
 func TestPowerCutCatchesAnUnsyncedJournalDeletion(t *testing.T) {
+	tier.Slow(t)
 	root, err := mutants.ModuleRoot(".")
 	if err != nil {
 		t.Fatal(err)
