@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"snacklab/internal/tier"
 	"snacklab/labsteps"
 	"snacklab/labsteps/report"
 	"snacklab/labsteps/result"
@@ -140,6 +141,7 @@ func slowRuns(t *testing.T) int {
 // both cores busy: the waits come from the calibration, not from a quiet
 // machine. This is about the harness; the steps' checks are the steps'.
 func TestSlowImplementationUnderLoad(t *testing.T) {
+	tier.Slow(t)
 	if testing.Short() {
 		t.Skip("runs the whole lab against a slow implementation")
 	}

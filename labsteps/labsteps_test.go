@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"snacklab/internal/tier"
 	"snacklab/labsteps"
 	"snacklab/labsteps/harness"
 	"snacklab/labsteps/mutants"
@@ -247,6 +248,7 @@ func raceRuns() int {
 // never fails the reference: raceRuns runs of step 7 each, four at once so
 // the machine is busy, which is when luck would show.
 func TestRaceIsForcedNotLucky(t *testing.T) {
+	tier.Slow(t)
 	runs := raceRuns()
 	step7, err := labsteps.Select([]string{"7"})
 	if err != nil {

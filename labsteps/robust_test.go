@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"snacklab/internal/tier"
 	"snacklab/labsteps"
 	"snacklab/labsteps/harness"
 	"snacklab/labsteps/result"
@@ -66,6 +67,7 @@ func shimBin(t *testing.T, bin string) (progs, shims string) {
 // the steps run without judging its timeout (all of steps 2, 7 and 8) was
 // given a --timeout-ms no slow machine can run out within the step.
 func TestShimmedImplementationPasses(t *testing.T) {
+	tier.Slow(t)
 	if testing.Short() {
 		t.Skip("runs the whole lab through a shim")
 	}

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"snacklab/internal/tier"
 	"snacklab/labsteps"
 	"snacklab/labsteps/mutants"
 )
@@ -13,6 +14,7 @@ import (
 // the inserting transaction every time, and never fails the reference:
 // raceRuns runs of step 6 each, four at once so the machine is busy.
 func TestConcurrentPostsForcedNotLucky(t *testing.T) {
+	tier.Slow(t)
 	runs := raceRuns()
 	step6, err := labsteps.Select([]string{"6"})
 	if err != nil {

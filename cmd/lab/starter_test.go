@@ -7,12 +7,15 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"snacklab/internal/tier"
 )
 
 // `lab starter` writes a learner's copy that builds and vets, and whose lab
 // fails every step saying what is not implemented; it refuses to write into
 // a directory that holds anything.
 func TestStarter(t *testing.T) {
+	tier.Slow(t)
 	out := filepath.Join(t.TempDir(), "copy")
 	r := lab(t, "starter", "--out", out)
 	if r.code != 0 {

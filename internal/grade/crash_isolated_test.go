@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"snacklab/internal/tier"
 	"snacklab/labsteps/mutants"
 )
 
@@ -19,6 +20,7 @@ import (
 // (synchronous OFF, a durability bug crash points catch) loses the crash
 // item, with the reason.
 func TestCrashPointsGradedIsolated(t *testing.T) {
+	tier.Slow(t)
 	needDocker(t)
 	if !mutants.Available() {
 		t.Skip("this copy of the module has no mutants")

@@ -19,6 +19,7 @@ import (
 	"unicode/utf8"
 
 	"snacklab/internal/grade"
+	"snacklab/internal/tier"
 	"snacklab/labsteps/harness"
 	"snacklab/labsteps/result"
 )
@@ -155,6 +156,7 @@ func livingSleepers() []string {
 // score, the hostile ones cost only their own steps, and nothing they
 // started survives the grading.
 func TestGradeCohort(t *testing.T) {
+	tier.Slow(t)
 	t.Parallel()
 	root := t.TempDir()
 	out := filepath.Join(root, "out")

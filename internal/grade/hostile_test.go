@@ -20,6 +20,7 @@ import (
 	dc "github.com/ory/dockertest/v3/docker"
 
 	"snacklab/internal/isolate"
+	"snacklab/internal/tier"
 )
 
 // The hostile cohort: each attack a learner could submit, as its own small
@@ -266,6 +267,7 @@ func dirty(root string, banned ...string) []string {
 }
 
 func TestHostileCohort(t *testing.T) {
+	tier.Slow(t)
 	client := needDocker(t)
 	root := t.TempDir()
 	tag := fmt.Sprintf("snacklab-hostile-%d-%d", os.Getpid(), time.Now().UnixNano()%1e6)

@@ -10,6 +10,7 @@ import (
 	"snacklab/internal/crash"
 	"snacklab/internal/isolate"
 	"snacklab/internal/powercut"
+	"snacklab/internal/tier"
 	"snacklab/labsteps/mutants"
 )
 
@@ -92,6 +93,7 @@ func TestCrashInterpret(t *testing.T) {
 // short soak; a mutant that answers before its commit is synced (synchronous
 // OFF) does not; a run past its wall-clock limit is not graded.
 func TestCrashIsolated(t *testing.T) {
+	tier.Slow(t)
 	client := needDocker(t)
 	b := build(t)
 	if !mutants.Available() {
@@ -141,6 +143,7 @@ func TestCrashIsolated(t *testing.T) {
 // that commits with synchronous=FULL (the journal's removal never synced
 // into the directory) loses an answered acceptance to one.
 func TestPowerCutIsolated(t *testing.T) {
+	tier.Slow(t)
 	client := needDocker(t)
 	b := build(t)
 	if !mutants.Available() {

@@ -24,6 +24,7 @@ import (
 	dc "github.com/ory/dockertest/v3/docker"
 
 	"snacklab/internal/isolate"
+	"snacklab/internal/tier"
 	"snacklab/labsteps"
 	"snacklab/labsteps/result"
 )
@@ -312,6 +313,7 @@ type gradeCase struct {
 // each in its own container, and checks that every hostile one is contained
 // and fails with a reason while the reference scores 8/8 in the same run.
 func TestHostileCohort(t *testing.T) {
+	tier.Slow(t)
 	client := needDocker(t)
 	b := build(t)
 	e := newEngine(t, client)
