@@ -411,6 +411,7 @@ func TestGradeCohort(t *testing.T) {
 // A step that passes in one run and fails in another is flaky: it scores 0,
 // and the report says how to replay the failing run and where it is kept.
 func TestRepeatMarksFlaky(t *testing.T) {
+	tier.Slow(t)
 	t.Parallel()
 	root := t.TempDir()
 	// Fails step 1 in the second run only: the run's work dirs are under run-2.
@@ -453,6 +454,7 @@ exec ` + filepath.Join(refBin, "queuectl") + ` "$@"`})
 // Shards graded apart and merged give the same cohort report as one run;
 // missing, overlapping and foreign shards are refused.
 func TestShardAndMerge(t *testing.T) {
+	tier.Slow(t)
 	t.Parallel()
 	root := t.TempDir()
 	var paths []string

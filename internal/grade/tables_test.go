@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"snacklab/internal/grade"
+	"snacklab/internal/tier"
 	"snacklab/labsteps/report"
 )
 
@@ -35,6 +36,7 @@ func csvRows(t *testing.T, path string) map[string]string {
 // --anonymise writes pseudonyms that stay the same from one rebuild to the
 // next.
 func TestRegradeOneKeepsTheOthers(t *testing.T) {
+	tier.Slow(t)
 	t.Parallel()
 	root := t.TempDir()
 	out := filepath.Join(root, "out")

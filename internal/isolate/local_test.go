@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"snacklab/internal/isolate"
+	"snacklab/internal/tier"
 )
 
 // TestLocalEngineSeparatesJudgeAndJudged grades inside a boundary someone
@@ -19,6 +20,7 @@ import (
 // and leaves no process of the judged uids behind, and a submission graded
 // beside it is not disturbed.
 func TestLocalEngineSeparatesJudgeAndJudged(t *testing.T) {
+	tier.Slow(t)
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: the judge starts the programs as other uids")
 	}
