@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"snacklab/internal/tier"
 )
 
 // subDir makes a bin-dir submission linking the reference's executables.
@@ -117,6 +119,7 @@ func TestGradeCLI(t *testing.T) {
 // Two shards graded by two commands and merged by a third; a missing shard
 // is refused.
 func TestGradeShardsAndMerge(t *testing.T) {
+	tier.Slow(t)
 	t.Parallel()
 	root := t.TempDir()
 	var subs []string

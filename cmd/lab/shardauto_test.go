@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"snacklab/internal/grade"
+	"snacklab/internal/tier"
 )
 
 // labEnv runs the lab with env added to an environment cleared of every
@@ -71,6 +72,7 @@ func TestShardAutoUsageErrors(t *testing.T) {
 // A pod's command: the shard from JOB_COMPLETION_INDEX and --shards, the
 // cohort as a quoted pattern that lab expands (no shell in the image).
 func TestShardAutoGradesItsSlice(t *testing.T) {
+	tier.Slow(t)
 	root := t.TempDir()
 	for _, name := range []string{"ann", "bob", "cid"} {
 		dir := filepath.Join(root, "cohort", name)

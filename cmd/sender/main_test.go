@@ -25,6 +25,7 @@ import (
 
 	"snacklab/internal/testbin"
 
+	"snacklab/internal/tier"
 	"snacklab/queue"
 )
 
@@ -400,6 +401,7 @@ func (lr *lineReader) rest(t *testing.T, deadline time.Duration) []string {
 // at the starting line by the file's write lock, and releases them together:
 // exactly one must get the job, under token 1.
 func TestTwoProcessesRaceToClaim(t *testing.T) {
+	tier.Slow(t)
 	rounds := 50
 	if testing.Short() {
 		rounds = 5
