@@ -183,6 +183,7 @@ func mutant(t *testing.T, name string) mutants.Mutant {
 // selftest`'s job (CI runs it after the lab): 22 builds would double this
 // package's test time, and selftest does it once for everything.
 func TestMutantsApply(t *testing.T) {
+	tier.Slow(t)
 	all, err := mutants.All()
 	if errors.Is(err, mutants.ErrNoMutants) {
 		t.Skip(err)
