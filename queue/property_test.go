@@ -9,6 +9,7 @@ import (
 	"sync"
 	"testing"
 
+	"snacklab/internal/tier"
 	"snacklab/queue"
 )
 
@@ -18,6 +19,7 @@ import (
 // changing anything, a rule of queuectl check broken. The seed is printed so a failure can be replayed with
 // SNACKLAB_SEED.
 func TestRandomOperationsKeepTheInvariants(t *testing.T) {
+	tier.Slow(t)
 	seed := uint64(rand.Int64())
 	if s := os.Getenv("SNACKLAB_SEED"); s != "" {
 		seed, _ = strconv.ParseUint(s, 10, 64)
