@@ -335,18 +335,18 @@ func TestHostileCohort(t *testing.T) {
 		t0 := time.Now()
 		r := gradeCLI(t, out, paths)
 		t.Logf("graded %d submissions isolated in %v", len(paths), time.Since(t0).Round(time.Second))
-		if r.code != 0 {
+		if r.code != 0 && r.code != 3 { // 3: some submission not graded (a wait ran out, on a loaded grader or a hanging program)
 			t.Fatalf("lab grade: exit %d\n%s", r.code, r.console)
 		}
 		for _, ref := range []string{"ref-a", "ref-b"} {
-			if s := r.results[ref]["score"]; s != 100.0 {
+			if s, scored := r.results[ref]["score"]; s != 100.0 && (scored || !notGraded(r.results[ref])) {
 				t.Errorf("%s scored %v beside the hostile cohort, want 100; what it lost points on:\n%s", ref, s, studentText(r.results[ref]))
 			}
 		}
 		for _, a := range []string{"forger", "snoop", "symlinker", "printer", "linkpkg", "replace", "linkfile", "ansiname", "fifo"} {
 			v := r.results[a]
-			if v == nil || v["score"] != 0.0 {
-				t.Errorf("%s: score %v, want 0 (its programs do not honour the contract)", a, v["score"])
+			if v == nil || v["score"] != 0.0 && !notGraded(v) {
+				t.Errorf("%s: score %v, want 0 or not graded (its programs do not honour the contract)", a, v["score"])
 				continue
 			}
 			if want, ok := refused[a]; ok && !strings.Contains(v["output"].(string), want) {
@@ -462,4 +462,12 @@ func needDocker(t *testing.T) *dc.Client {
 		t.Skipf("%v, so the isolated grading tests did not run; set SNACKLAB_REQUIRE_DOCKER=1 to make this a failure", err)
 	}
 	return c
+}
+
+// notGraded says a results.json (as a map) is not graded: no score, and
+// extra_data.not_graded saying which parts were not judged.
+func notGraded(v map[string]any) bool {
+	extra, _ := v["extra_data"].(map[string]any)
+	_, scored := v["score"]
+	return !scored && extra["not_graded"] != nil && extra["not_graded"] != ""
 }
