@@ -180,8 +180,8 @@ func (p *Pattern) restAllows(name string) bool {
 	return false
 }
 
-// cases: lengths 0, 1, max and max+1, then each class at the first byte and
-// at a middle byte.
+// cases: lengths 0, 1, max and max+1, then the classes at the first byte
+// and at a middle byte.
 func (p *Pattern) cases() []Case {
 	first, rest := p.First[0].Sample, p.Rest[1].Sample
 	long := first + strings.Repeat(rest, p.MaxLen-1)
@@ -191,7 +191,17 @@ func (p *Pattern) cases() []Case {
 		{Name: fmt.Sprintf("length %d (max)", p.MaxLen), Value: long, Want: Accepted},
 		{Name: fmt.Sprintf("length %d (max+1)", p.MaxLen+1), Value: long + rest, Want: Invalid},
 	}
+	// At the first byte: each class it allows, each class only a later
+	// byte allows, and one class refused everywhere (the others are tried
+	// at a later byte).
+	outside := false
 	for _, c := range AllClasses {
+		if !allows(p.First, c) && !allows(p.Rest, c) {
+			if outside {
+				continue
+			}
+			outside = true
+		}
 		out = append(out, Case{Name: "first byte " + c.Name, Value: c.Sample + rest, Want: verdict(allows(p.First, c))})
 	}
 	// Every class a later position allows, in one value; each refused one

@@ -13,7 +13,8 @@ type Input struct {
 	// Clauses are those that give this input its rule ("§3.enqueue.flags").
 	Clauses []string
 	// Needs are the other flags (a body's other members, as JSON) the
-	// input needs to be a whole command, with valid values.
+	// input needs to be a whole command, with valid values; --db, and the
+	// sender's --url, are the lab's to give.
 	Needs []string
 	// Format places the value in what is given: "" is the value itself;
 	// "127.0.0.1:%s" a port in --addr; "[%s]" one id in a JSON list.
@@ -24,6 +25,9 @@ type Input struct {
 	// and the ends of each other input find the one that skips or bends it,
 	// at a tenth of the process starts.
 	Full bool
+	// Past tries only one past each end (the refusals of Rule.Ends): a flag
+	// every verb shares, whose accepted ends another verb tries.
+	Past bool
 }
 
 // Body reports whether the input is a member of an HTTP body.
@@ -46,6 +50,14 @@ func (in Input) Cases() []Case {
 		return in.Rule.JSONCases()
 	case in.Full:
 		return in.Rule.Cases()
+	case in.Past:
+		var out []Case
+		for _, c := range in.Rule.Ends() {
+			if c.Want != Accepted {
+				out = append(out, c)
+			}
+		}
+		return out
 	default:
 		return in.Rule.Ends()
 	}
@@ -67,9 +79,9 @@ var dbVerbs = []struct {
 	{"check", nil},
 }
 
-// senderNeeds are what `sender run-once` needs besides the input; the URL
-// is never reached (a case either stops at its flags or at the file).
-var senderNeeds = []string{"--url", "http://127.0.0.1:9", "--owner", "lab"}
+// senderNeeds are what `sender run-once` needs besides the input, --db and
+// --url (the lab's: where its receiver is).
+var senderNeeds = []string{"--owner", "lab"}
 
 // Inputs lists every input of every program that takes a value rule, in the
 // order the contract names them: §3's verbs, §4's sender, §5's receiver and
@@ -101,11 +113,16 @@ func Inputs() []Input {
 		q("backoff", "--id", ID, "§3.backoff.flags", backoff...),
 		q("backoff", "--attempt", BackoffAttempt, "§3.backoff.flags", backoff...),
 	}
-	// The flags every verb takes (§3.flags), on every verb.
-	for _, v := range dbVerbs {
-		out = append(out, q(v.verb, "--now-ms", Now, "§3.flags", v.needs...), q(v.verb, "--busy-timeout-ms", QueuectlBusy, "§3.flags", v.needs...))
+	// The flags every verb takes (§3.flags): their ends on enqueue, one past
+	// each end on every other verb.
+	for _, v := range append(dbVerbs, struct {
+		verb  string
+		needs []string
+	}{"backoff", backoff}) {
+		now, busy := q(v.verb, "--now-ms", Now, "§3.flags", v.needs...), q(v.verb, "--busy-timeout-ms", QueuectlBusy, "§3.flags", v.needs...)
+		now.Past, busy.Past = v.verb != "enqueue", v.verb != "enqueue"
+		out = append(out, now, busy)
 	}
-	out = append(out, q("backoff", "--now-ms", Now, "§3.flags", backoff...), q("backoff", "--busy-timeout-ms", QueuectlBusy, "§3.flags", backoff...))
 	// The sender (§4.flags).
 	s := func(flag string, r Rule) Input {
 		return Input{Program: "sender", Verb: "run-once", Flag: flag, Rule: r, Clauses: []string{"§4.flags"}, Needs: without(senderNeeds, flag)}

@@ -88,8 +88,11 @@ var (
 	FaultCount     = Rule{Clause: "§5.flags", Name: "a fault count (fail_next, hold_next)", Int: &Range{0, 1_000_000}}
 	ReceiverBusy   = Rule{Clause: "§5.flags", Name: "receiver --busy-timeout-ms", Int: &Range{1, 86_400_000}}
 	Port           = Rule{Clause: "§5.flags", Name: "the port of --addr", Int: &Range{0, 65535}}
-	LooseAckFlag   = Rule{Clause: "§5.flags", Name: "receiver --loose-ack", Words: []string{"1", "ok"}}
-	LooseAckBody   = Rule{Clause: "§5.faults.post", Name: "loose_ack", Words: []string{"1", "ok", ""}}
+	// LooseAckFlag takes "" too: the value that means "off", as POST
+	// /faults names it; the contract's `--loose-ack 1|ok` does not say a
+	// receiver must refuse it.
+	LooseAckFlag = Rule{Clause: "§5.flags", Name: "receiver --loose-ack", Words: []string{"1", "ok", ""}}
+	LooseAckBody = Rule{Clause: "§5.faults.post", Name: "loose_ack", Words: []string{"1", "ok", ""}}
 )
 
 // Text is the rule as a sentence, for a check's expected value and why.

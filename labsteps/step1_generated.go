@@ -1,0 +1,267 @@
+package labsteps
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"snacklab/labsteps/harness"
+	"snacklab/labsteps/rules"
+)
+
+// generatedValues is the generated part: every input of rules.Inputs tried
+// with every case its rule derives (CONTRACT §1, the flag ranges of §3–§5,
+// the receiver's bodies). The expected outcome is the rule's: a refused value
+// exits 2 (malformed) or 3 (invalid) with nothing on stdout and the queue
+// file as it was; the receiver answers a refused body member 400 (a fault
+// 4xx) and changes nothing. An accepted value must get past the flags: the
+// command is given a queue file in a directory that does not exist, so a
+// value the program takes meets the missing file next (exit 4; backoff, which
+// needs no file, answers 0), and nothing any case runs can write to a queue.
+func generatedValues(h *harness.Harness) {
+	// Every clause rules.Inputs can name (the registry reads the ids from
+	// the source; TestGeneratedNamesEveryRuleClause holds the list to the
+	// rules).
+	h.Clause("§1.id", "§1.qty", "§1.max-attempts", "§1.deadline-window", "§1.lease", "§1.owner", "§1.note", "§1.outcome",
+		"§1.now", "§1.token", "§1.invalid", "§1.int.plain", "§1.int.range", "§6.nothing-written", "§6.codes",
+		"§3.flags", "§3.enqueue.flags", "§3.claim.flags", "§3.finish.json", "§3.redrive.json", "§3.investigate.json",
+		"§3.show.json", "§3.backoff.flags", "§3.check.report", "§4.flags", "§5.flags", "§5.body", "§5.faults.post")
+	h.UseQueue("queue-generated.db")
+	h.Init()
+	h.Enqueue("v-1", 7, t0) // a job a wrongly accepted claim, finish or sender would touch
+	missing := filepath.Join(h.Dir, "no-such-dir", "queue.db")
+	url := h.RefusedURL()
+
+	var cmdInputs, bodyInputs []rules.Input
+	for _, in := range rules.Inputs() {
+		if in.Body() {
+			bodyInputs = append(bodyInputs, in)
+		} else {
+			cmdInputs = append(cmdInputs, in)
+		}
+	}
+
+	// The command lines, a few at once, then each input's verdict.
+	type tried struct {
+		in    rules.Input
+		c     rules.Case
+		index int
+	}
+	var all []tried
+	var cmds [][]string
+	for _, in := range cmdInputs {
+		for _, c := range in.Cases() {
+			db := h.DB
+			if c.Want == rules.Accepted || in.Program == "receiver" {
+				// The receiver never gets a directory: a wrongly
+				// accepted value must not start a server, and a refusal
+				// comes before the missing directory (§6.codes).
+				db = missing
+			}
+			all = append(all, tried{in, c, len(cmds)})
+			cmds = append(cmds, commandLine(in, c, db, url))
+		}
+	}
+	before := h.Snapshot()
+	var runs []*harness.Run
+	for i := 0; i < len(cmds); i += generatedAtOnce {
+		runs = append(runs, h.ExecAll(cmds[i:min(i+generatedAtOnce, len(cmds))])...)
+	}
+	byInput := map[string][]tried{}
+	for _, t := range all {
+		byInput[t.in.Name()] = append(byInput[t.in.Name()], t)
+	}
+	for _, in := range cmdInputs {
+		ts := byInput[in.Name()]
+		for _, t := range ts {
+			r := runs[t.index]
+			want, wantOut := expectedExit(in, t.c)
+			if r.Code == want && (wantOut || r.Stdout == "") {
+				continue
+			}
+			h.Clause(caseClauses(in, t.c)...)
+			h.Check(fmt.Sprintf("generated: %s, case %s (%s)", in.Name(), t.c.Name, shown(t.c.Value)), false,
+				expectation(in, t.c, want), fmt.Sprintf("%s%s", r.Exit(), r.StderrHint()+stdoutHint(r, wantOut)),
+				in.Rule.Text()+"; "+outcomeWhy(t.c.Want)+". Command: "+r.Cmdline())
+		}
+		h.Clause(inputClauses(in)...)
+		h.Check(fmt.Sprintf("generated: %s, %d cases of %s", in.Name(), len(ts), in.Rule.Clause), true, "", "each as the rule says", in.Rule.Text())
+	}
+	h.Clause("§1.invalid", "§6.nothing-written", "§4.flags", "§3.flags")
+	h.ExpectUnchanged(before, nil, "a refused value writes nothing (CONTRACT §1.invalid, §6.nothing-written), and an accepted one was given no queue file",
+		fmt.Sprintf("%d generated command lines", len(cmds)))
+	_, err := os.Stat(filepath.Dir(missing))
+	h.Check("no generated command created the missing directory", os.IsNotExist(err), "no-such-dir still missing", fmt.Sprintf("stat: %v", err),
+		"a program creates its file, never its directory (CONTRACT §3.init.no-dir, §5.start.file)")
+
+	h.Clause("§5.body", "§5.faults.post", "§5.flags", "§1.id", "§1.qty")
+	rcv := h.StartReceiver("generated-receiver.db")
+	for _, in := range bodyInputs {
+		bodyCases(h, rcv, in)
+	}
+}
+
+// generatedAtOnce is how many generated command lines run at once: enough to
+// overlap one process's start with another's exit, few enough not to crowd
+// a loaded two-core grader.
+const generatedAtOnce = 6
+
+// commandLine is the command that gives in the value of c.
+func commandLine(in rules.Input, c rules.Case, db, url string) []string {
+	cmd := []string{in.Program}
+	if in.Verb != "" {
+		cmd = append(cmd, in.Verb)
+	}
+	if in.Verb != "backoff" {
+		cmd = append(cmd, "--db", db)
+	}
+	if in.Program == "sender" {
+		cmd = append(cmd, "--url", url)
+	}
+	return append(append(cmd, in.Needs...), in.Flag, placed(in, c.Value))
+}
+
+// placed is the value as the input takes it (a port inside --addr).
+func placed(in rules.Input, v string) string {
+	if in.Format == "" {
+		return v
+	}
+	return fmt.Sprintf(in.Format, v)
+}
+
+// expectedExit is the exit the rule gives c on in, and whether stdout may
+// carry an answer.
+func expectedExit(in rules.Input, c rules.Case) (code int, stdout bool) {
+	switch c.Want {
+	case rules.Malformed:
+		return 2, false
+	case rules.Invalid:
+		return 3, false
+	}
+	if in.Verb == "backoff" {
+		return 0, true
+	}
+	return 4, false
+}
+
+// expectation says what was expected, from the rule.
+func expectation(in rules.Input, c rules.Case, code int) string {
+	switch c.Want {
+	case rules.Accepted:
+		if code == 0 {
+			return "exit 0: the value is accepted"
+		}
+		return "exit 4: the value is accepted, and the missing queue file is next"
+	case rules.Malformed:
+		return "exit 2 (malformed: §1.int.plain), nothing on stdout"
+	}
+	return "exit 3 (invalid input: " + in.Rule.Clause + "), nothing on stdout"
+}
+
+func outcomeWhy(o rules.Outcome) string {
+	switch o {
+	case rules.Accepted:
+		return "a value the contract allows is never refused, or a correct client is turned away"
+	case rules.Malformed:
+		return "an integer is plain decimal: any other spelling is a usage error (exit 2), never read as some number (§1.int.plain)"
+	}
+	return "a value outside its rule is invalid input, exit 3 with nothing written (§1.invalid), on every input that takes it"
+}
+
+func stdoutHint(r *harness.Run, allowed bool) string {
+	if allowed || r.Stdout == "" {
+		return ""
+	}
+	return fmt.Sprintf(" (stdout: %s)", harness.Trim(r.Stdout))
+}
+
+// shown is a value as a message prints it: quoted, with its bytes visible.
+func shown(v string) string {
+	if len(v) > 24 {
+		return fmt.Sprintf("%q… (%d bytes)", v[:20], len(v))
+	}
+	return fmt.Sprintf("%q", v)
+}
+
+// caseClauses are the clauses a failure of c on in names.
+func caseClauses(in rules.Input, c rules.Case) []string {
+	out := append(slices.Clone(in.Clauses), c.Clauses(in.Rule)...)
+	if c.Want == rules.Invalid {
+		out = append(out, "§1.invalid")
+	}
+	if c.Want != rules.Accepted {
+		out = append(out, "§6.nothing-written")
+	}
+	if in.Program == "receiver" && c.Want != rules.Accepted {
+		out = append(out, "§6.codes") // the invalid value before the missing directory
+	}
+	return out
+}
+
+// inputClauses are the clauses of every case tried on in.
+func inputClauses(in rules.Input) []string {
+	var out []string
+	for _, c := range in.Cases() {
+		for _, id := range caseClauses(in, c) {
+			if !slices.Contains(out, id) {
+				out = append(out, id)
+			}
+		}
+	}
+	return out
+}
+
+// bodyCases posts each case of a body member to rcv: an accepted order is
+// 200 with ack true and adds its qty; an accepted fault is 200 and is then
+// reset; a refused one is 400 (a fault: 4xx) and leaves the stock, the
+// orders and the faults as they were.
+func bodyCases(h *harness.Harness, rcv *harness.Receiver, in rules.Input) {
+	h.Clause("§5.body", "§5.faults.post") // each case names its own below
+	orders := in.Verb == "POST /orders"
+	path := strings.TrimPrefix(in.Verb, "POST ")
+	faults := func() string { return h.HTTP("POST", rcv.URL+"/faults", "{}").Body }
+	const reset = `{"fail_next":0,"hold_next":0,"loose_ack":"","reject_ids":[]}`
+	cases := in.Cases()
+	for i, c := range cases {
+		members := []string{fmt.Sprintf("%q:%s", in.Flag, placed(in, c.Value))}
+		if orders && in.Flag != "id" {
+			members = append(members, fmt.Sprintf(`"id":"gen-%s-%d"`, in.Flag, i))
+		}
+		body := "{" + strings.Join(append(members, in.Needs...), ",") + "}"
+		stock, before := rcv.Stock(), faults()
+		a := h.HTTP("POST", rcv.URL+path, body)
+		var ok bool
+		var want string
+		switch {
+		case c.Want == rules.Accepted && orders:
+			ok, want = a.Status == 200 && a.Ack() == "true", "200 with \"ack\":true"
+		case c.Want == rules.Accepted:
+			ok, want = a.Status == 200, "200"
+		case orders:
+			after := rcv.Stock()
+			ok, want = a.Status == 400 && after.Stock == stock.Stock && after.Orders == stock.Orders,
+				fmt.Sprintf("400, the stock (%d) and the orders (%d) unchanged", stock.Stock, stock.Orders)
+			if a.Status == 400 && !ok {
+				a.Body += fmt.Sprintf(" (stock now %d, orders %d)", after.Stock, after.Orders)
+			}
+		default:
+			after := faults()
+			ok, want = a.Status >= 400 && a.Status < 500 && after == before, "a 4xx refusal, the faults unchanged: "+harness.Trim(before)
+			if a.Status >= 400 && a.Status < 500 && !ok {
+				a.Body += " (faults now " + harness.Trim(after) + ")"
+			}
+		}
+		if !ok {
+			h.Clause(caseClauses(in, c)...)
+			h.Check(fmt.Sprintf("generated: %s, case %s (%s)", in.Name(), c.Name, shown(c.Value)), false, want, a.String(),
+				in.Rule.Text()+"; "+outcomeWhy(c.Want)+". Body: "+body)
+		}
+		if c.Want == rules.Accepted && !orders {
+			h.HTTP("POST", rcv.URL+"/faults", reset)
+		}
+	}
+	h.Clause(inputClauses(in)...)
+	h.Check(fmt.Sprintf("generated: %s, %d cases of %s", in.Name(), len(cases), in.Rule.Clause), true, "", "each as the rule says", in.Rule.Text())
+}
