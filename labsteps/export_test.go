@@ -6,3 +6,6 @@ var (
 	ExpectedBackoff = expectedBackoff
 	BackoffCeiling  = backoffCeiling
 )
+
+// CaseClauses are the clauses a failed generated case names.
+var CaseClauses = caseClauses
