@@ -43,55 +43,27 @@ func generatedValues(h *harness.Harness) {
 		}
 	}
 
-	// The command lines, a few at once, then each input's verdict.
-	type tried struct {
-		in    rules.Input
-		c     rules.Case
-		index int
-	}
-	var all []tried
-	var cmds [][]string
-	for _, in := range cmdInputs {
-		for _, c := range in.Cases() {
-			db := h.DB
-			if c.Want == rules.Accepted || in.Program == "receiver" {
-				// The receiver never gets a directory: a wrongly
-				// accepted value must not start a server, and a refusal
-				// comes before the missing directory (§6.codes).
-				db = missing
-			}
-			all = append(all, tried{in, c, len(cmds)})
-			cmds = append(cmds, commandLine(in, c, db, url))
-		}
-	}
 	before := h.Snapshot()
-	var runs []*harness.Run
-	for i := 0; i < len(cmds); i += generatedAtOnce {
-		runs = append(runs, h.ExecAll(cmds[i:min(i+generatedAtOnce, len(cmds))])...)
-	}
-	byInput := map[string][]tried{}
-	for _, t := range all {
-		byInput[t.in.Name()] = append(byInput[t.in.Name()], t)
-	}
+	runs := runValueCases(h, cmdInputs, missing, url)
 	for _, in := range cmdInputs {
-		ts := byInput[in.Name()]
-		for _, t := range ts {
-			r := runs[t.index]
-			want, wantOut := expectedExit(in, t.c)
+		cases := in.Cases()
+		for _, c := range cases {
+			r := runs[caseKey{in.Name(), c.Name}]
+			want, wantOut := expectedExit(in, c)
 			if r.Code == want && (wantOut || r.Stdout == "") {
 				continue
 			}
-			h.Clause(caseClauses(in, t.c)...)
-			h.Check(fmt.Sprintf("generated: %s, case %s (%s)", in.Name(), t.c.Name, shown(t.c.Value)), false,
-				expectation(in, t.c, want), fmt.Sprintf("%s%s", r.Exit(), r.StderrHint()+stdoutHint(r, wantOut)),
-				in.Rule.Text()+"; "+outcomeWhy(t.c.Want)+". Command: "+r.Cmdline())
+			h.Clause(caseClauses(in, c)...)
+			h.Check(fmt.Sprintf("generated: %s, case %s (%s)", in.Name(), c.Name, shown(c.Value)), false,
+				expectation(in, c, want), fmt.Sprintf("%s%s", r.Exit(), r.StderrHint()+stdoutHint(r, wantOut)),
+				in.Rule.Text()+"; "+outcomeWhy(c.Want)+". Command: "+r.Cmdline())
 		}
 		h.Clause(inputClauses(in)...)
-		h.Check(fmt.Sprintf("generated: %s, %d cases of %s", in.Name(), len(ts), in.Rule.Clause), true, "", "each as the rule says", in.Rule.Text())
+		h.Check(fmt.Sprintf("generated: %s, %d cases of %s", in.Name(), len(cases), in.Rule.Clause), true, "", "each as the rule says", in.Rule.Text())
 	}
 	h.Clause("§1.invalid", "§6.nothing-written", "§4.flags", "§3.flags")
 	h.ExpectUnchanged(before, nil, "a refused value writes nothing (CONTRACT §1.invalid, §6.nothing-written), and an accepted one was given no queue file",
-		fmt.Sprintf("%d generated command lines", len(cmds)))
+		"the generated command lines")
 	_, err := os.Stat(filepath.Dir(missing))
 	h.Check("no generated command created the missing directory", os.IsNotExist(err), "no-such-dir still missing", fmt.Sprintf("stat: %v", err),
 		"a program creates its file, never its directory (CONTRACT §3.init.no-dir, §5.start.file)")
@@ -108,8 +80,151 @@ func generatedValues(h *harness.Harness) {
 // a loaded two-core grader.
 const generatedAtOnce = 6
 
-// commandLine is the command that gives in the value of c.
-func commandLine(in rules.Input, c rules.Case, db, url string) []string {
+// caseKey names one case of one input.
+type caseKey struct{ input, kase string }
+
+// slot is an input and its accepted cases, for the batches of its verb.
+type slot struct {
+	in    rules.Input
+	cases []rules.Case
+}
+
+// batch is one command line and the cases it tries.
+type batch struct {
+	cmd   []string
+	cases []caseKey
+}
+
+// runValueCases runs every case of inputs and returns, for each, the run that
+// judges it. A refused case runs alone, on the step's queue file (it must
+// leave it as it was). Accepted cases run together: one command line per
+// verb gives each of its inputs one accepted value at once, with the queue
+// file missing, and only a batch that does not exit as every value being
+// accepted is run again case by case, so that its failure names its case.
+// That keeps the process starts near one per refusal.
+func runValueCases(h *harness.Harness, inputs []rules.Input, missing, url string) map[caseKey]*harness.Run {
+	var alone, together []batch
+	var verbs []string
+	byVerb := map[string][]slot{}
+	for _, in := range inputs {
+		var accepted []rules.Case
+		for _, c := range in.Cases() {
+			k := caseKey{in.Name(), c.Name}
+			if c.Want == rules.Accepted {
+				accepted = append(accepted, c)
+				alone = append(alone, batch{commandLine(in, in.Needs, []string{in.Flag, placed(in, c.Value)}, missing, url), []caseKey{k}})
+				continue
+			}
+			db := h.DB
+			if in.Program == "receiver" {
+				// The receiver never gets a directory: a wrongly
+				// accepted value must not start a server, and a refusal
+				// comes before the missing directory (§6.codes).
+				db = missing
+			}
+			together = append(together, batch{commandLine(in, in.Needs, []string{in.Flag, placed(in, c.Value)}, db, url), []caseKey{k}})
+		}
+		v := in.Program + " " + in.Verb
+		if _, ok := byVerb[v]; !ok {
+			verbs = append(verbs, v)
+		}
+		byVerb[v] = append(byVerb[v], slot{in, accepted})
+	}
+	// alone holds each accepted case by itself, for the second round;
+	// together gets the refusals and then the accepted batches.
+	single := map[caseKey][]string{}
+	for _, b := range alone {
+		single[b.cases[0]] = b.cmd
+	}
+	for _, v := range verbs {
+		slots := byVerb[v]
+		for k := 0; ; k++ {
+			var flags []string
+			var keys []caseKey
+			var in rules.Input
+			given := map[string]bool{}
+			for _, sl := range slots {
+				if k < len(sl.cases) && !given[sl.in.Flag] {
+					in = sl.in
+					given[sl.in.Flag] = true
+					flags = append(flags, sl.in.Flag, placed(sl.in, sl.cases[k].Value))
+					keys = append(keys, caseKey{sl.in.Name(), sl.cases[k].Name})
+				}
+			}
+			if len(keys) == 0 {
+				break
+			}
+			together = append(together, batch{commandLine(in, verbNeeds(slots, given), flags, missing, url), keys})
+		}
+	}
+	out := map[caseKey]*harness.Run{}
+	again := map[caseKey]bool{}
+	for i, r := range execBatches(h, together) {
+		b := together[i]
+		for _, k := range b.cases {
+			out[k] = r
+		}
+		if len(b.cases) > 1 && r.Code != batchWant(b.cmd) {
+			for _, k := range b.cases {
+				again[k] = true
+			}
+		}
+	}
+	var retry []batch
+	for _, b := range alone {
+		if again[b.cases[0]] {
+			retry = append(retry, batch{single[b.cases[0]], b.cases})
+		}
+	}
+	for i, r := range execBatches(h, retry) {
+		out[retry[i].cases[0]] = r
+	}
+	return out
+}
+
+// batchWant is the exit of an accepted batch: backoff answers, the rest meet
+// the missing file.
+func batchWant(cmd []string) int {
+	if len(cmd) > 1 && cmd[0] == "queuectl" && cmd[1] == "backoff" {
+		return 0
+	}
+	return 4
+}
+
+// verbNeeds are the flags a verb's inputs need, each once, without those a
+// batch gives: each input needs the verb's flags but its own, so together
+// they name them all.
+func verbNeeds(slots []slot, given map[string]bool) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, sl := range slots {
+		for i := 0; i+1 < len(sl.in.Needs); i += 2 {
+			f := sl.in.Needs[i]
+			if !given[f] && !seen[f] {
+				seen[f] = true
+				out = append(out, f, sl.in.Needs[i+1])
+			}
+		}
+	}
+	return out
+}
+
+// execBatches runs the batches' command lines, a few at once.
+func execBatches(h *harness.Harness, bs []batch) []*harness.Run {
+	var runs []*harness.Run
+	for i := 0; i < len(bs); i += generatedAtOnce {
+		var cmds [][]string
+		for _, b := range bs[i:min(i+generatedAtOnce, len(bs))] {
+			cmds = append(cmds, b.cmd)
+		}
+		runs = append(runs, h.ExecAll(cmds)...)
+	}
+	return runs
+}
+
+// commandLine is in's program and verb with --db, the sender's --url, needs
+// and then flags (the values tried).
+func commandLine(in rules.Input, needs, flags []string, db, url string) []string {
 	cmd := []string{in.Program}
 	if in.Verb != "" {
 		cmd = append(cmd, in.Verb)
@@ -120,7 +235,7 @@ func commandLine(in rules.Input, c rules.Case, db, url string) []string {
 	if in.Program == "sender" {
 		cmd = append(cmd, "--url", url)
 	}
-	return append(append(cmd, in.Needs...), in.Flag, placed(in, c.Value))
+	return append(append(cmd, needs...), flags...)
 }
 
 // placed is the value as the input takes it (a port inside --addr).
@@ -197,7 +312,8 @@ func caseClauses(in rules.Input, c rules.Case) []string {
 	if in.Program == "receiver" && c.Want != rules.Accepted {
 		out = append(out, "§6.codes") // the invalid value before the missing directory
 	}
-	return out
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 // inputClauses are the clauses of every case tried on in.

@@ -94,12 +94,13 @@ func Inputs() []Input {
 	enq, claim, finish, redrive, investigate, show := dbVerbs[1].needs, dbVerbs[2].needs, dbVerbs[3].needs, dbVerbs[4].needs, dbVerbs[5].needs, dbVerbs[6].needs
 	backoff := []string{"--id", "v-1", "--attempt", "1"}
 	out := []Input{
-		// Each verb's own flags (§3 table).
+		// Each verb's own flags (§3 table). The owner has the id's pattern: in
+	// full on the sender, the ends here.
 		full(q("enqueue", "--id", ID, "§3.enqueue.flags", enq...)),
 		full(q("enqueue", "--qty", Qty, "§3.enqueue.flags", enq...)),
 		q("enqueue", "--max-attempts", MaxAttempts, "§3.enqueue.flags", enq...),
 		q("enqueue", "--deadline-ms", DeadlineWindow, "§3.enqueue.flags", enq...),
-		full(q("claim", "--owner", Owner, "§3.claim.flags", claim...)),
+		q("claim", "--owner", Owner, "§3.claim.flags", claim...),
 		q("claim", "--lease-ms", Lease, "§3.claim.flags", claim...),
 		q("finish", "--id", ID, "§3.finish.json", finish...),
 		q("finish", "--token", Token, "§3.finish.json", finish...),
@@ -129,14 +130,15 @@ func Inputs() []Input {
 	}
 	out = append(out, full(s("--owner", Owner)), s("--lease-ms", Lease), s("--now-ms", Now), full(s("--timeout-ms", SenderTimeout)),
 		s("--busy-timeout-ms", SenderBusy), s("--exit-after-receipt", ExitAfter))
-	// The receiver's flags (§5.flags); the port is a part of --addr.
+	// The receiver's flags (§5.flags); the port is a part of --addr. Its
+	// order id is tried in full in the bodies below, at no process start.
 	r := func(flag string, rule Rule) Input {
 		return Input{Program: "receiver", Flag: flag, Rule: rule, Clauses: []string{"§5.flags"}}
 	}
 	port := r("--addr", Port)
 	port.Format = "127.0.0.1:%s"
 	out = append(out, full(r("--fail-next", FaultCount)), r("--hold-next", FaultCount), r("--busy-timeout-ms", ReceiverBusy),
-		port, full(r("--reject-id", ID)), full(r("--loose-ack", LooseAckFlag)))
+		port, r("--reject-id", ID), full(r("--loose-ack", LooseAckFlag)))
 	// The receiver's bodies (§5.body, §5.faults.post): every case each, as
 	// they cost no process start.
 	b := func(verb, member string, rule Rule, clause string, needs ...string) Input {
