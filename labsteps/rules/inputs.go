@@ -95,7 +95,7 @@ func Inputs() []Input {
 	backoff := []string{"--id", "v-1", "--attempt", "1"}
 	out := []Input{
 		// Each verb's own flags (§3 table). The owner has the id's pattern: in
-	// full on the sender, the ends here.
+		// full on the sender, the ends here.
 		full(q("enqueue", "--id", ID, "§3.enqueue.flags", enq...)),
 		full(q("enqueue", "--qty", Qty, "§3.enqueue.flags", enq...)),
 		q("enqueue", "--max-attempts", MaxAttempts, "§3.enqueue.flags", enq...),
