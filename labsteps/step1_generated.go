@@ -16,10 +16,10 @@ import (
 // the receiver's bodies). The expected outcome is the rule's: a refused value
 // exits 2 (malformed) or 3 (invalid) with nothing on stdout and the queue
 // file as it was; the receiver answers a refused body member 400 (a fault
-// 4xx) and changes nothing. An accepted value must get past the flags: the
-// command is given a queue file in a directory that does not exist, so a
-// value the program takes meets the missing file next (exit 4; backoff, which
-// needs no file, answers 0), and nothing any case runs can write to a queue.
+// 4xx) and changes nothing. An accepted value must not be refused (no exit 2
+// or 3): queuectl and the sender run it on a second queue file, made like the
+// first, which they may change; the receiver on a file in a directory that
+// does not exist, so that it exits 4 there and never starts a server.
 func generatedValues(h *harness.Harness) {
 	// Every clause rules.Inputs can name (the registry reads the ids from
 	// the source; TestGeneratedNamesEveryRuleClause holds the list to the
@@ -31,6 +31,14 @@ func generatedValues(h *harness.Harness) {
 	h.UseQueue("queue-generated.db")
 	h.Init()
 	h.Enqueue("v-1", 7, t0) // a job a wrongly accepted claim, finish or sender would touch
+	refusedDB := h.DB
+	// The copy the accepted values run on (init and enqueue again: a file
+	// the programs made is one they can write, whoever they run as).
+	h.UseQueue("queue-accepted.db")
+	h.Init()
+	h.Enqueue("v-1", 7, t0)
+	acceptedDB := h.DB
+	h.UseQueue("queue-generated.db")
 	missing := filepath.Join(h.Dir, "no-such-dir", "queue.db")
 	url := h.RefusedURL()
 
@@ -44,13 +52,13 @@ func generatedValues(h *harness.Harness) {
 	}
 
 	before := h.Snapshot()
-	runs := runValueCases(h, cmdInputs, missing, url)
+	runs := runValueCases(h, cmdInputs, dbs{refused: refusedDB, accepted: acceptedDB, missing: missing}, url)
 	for _, in := range cmdInputs {
 		cases := in.Cases()
 		for _, c := range cases {
 			r := runs[caseKey{in.Name(), c.Name}]
 			want, wantOut := expectedExit(in, c)
-			if r.Code == want && (wantOut || r.Stdout == "") {
+			if want < 0 && accepted(r.Code) || want >= 0 && r.Code == want && (wantOut || r.Stdout == "") {
 				continue
 			}
 			h.Clause(caseClauses(in, c)...)
@@ -95,15 +103,34 @@ type batch struct {
 	cases []caseKey
 }
 
+// dbs are the files the generated cases run on: the refused values' (which
+// must stay as it was), the accepted values' copy, and one in a directory
+// that does not exist (the receiver's).
+type dbs struct{ refused, accepted, missing string }
+
+// forCase is the file a case of in runs on.
+func (d dbs) forCase(in rules.Input, c rules.Case) string {
+	switch {
+	case in.Program == "receiver":
+		// The receiver never gets a directory: a wrongly accepted value
+		// must not start a server, and a refusal comes before the missing
+		// directory (§6.codes).
+		return d.missing
+	case c.Want == rules.Accepted:
+		return d.accepted
+	}
+	return d.refused
+}
+
 // runValueCases runs every case of inputs and returns, for each, the run that
-// judges it. A refused case runs alone, on the step's queue file (it must
-// leave it as it was). Accepted cases run together: one command line per
-// verb gives each of its inputs one accepted value at once, with the queue
-// file missing, and only a batch that does not exit as every value being
-// accepted is run again case by case, so that its failure names its case.
-// That keeps the process starts near one per refusal.
-func runValueCases(h *harness.Harness, inputs []rules.Input, missing, url string) map[caseKey]*harness.Run {
-	var alone, together []batch
+// judges it. A refused case runs alone, a few at once, on the refused
+// values' file. Accepted cases run together, in turn (they may write): one
+// command line per verb gives each of its inputs one accepted value at once,
+// and only a batch that is refused is run again case by case, so that its
+// failure names its case. That keeps the process starts near one per
+// refusal.
+func runValueCases(h *harness.Harness, inputs []rules.Input, d dbs, url string) map[caseKey]*harness.Run {
+	var alone, refusals, together []batch
 	var verbs []string
 	byVerb := map[string][]slot{}
 	for _, in := range inputs {
@@ -112,17 +139,10 @@ func runValueCases(h *harness.Harness, inputs []rules.Input, missing, url string
 			k := caseKey{in.Name(), c.Name}
 			if c.Want == rules.Accepted {
 				accepted = append(accepted, c)
-				alone = append(alone, batch{commandLine(in, in.Needs, []string{in.Flag, placed(in, c.Value)}, missing, url), []caseKey{k}})
+				alone = append(alone, batch{commandLine(in, in.Needs, []string{in.Flag, placed(in, c.Value)}, d.forCase(in, c), url), []caseKey{k}})
 				continue
 			}
-			db := h.DB
-			if in.Program == "receiver" {
-				// The receiver never gets a directory: a wrongly
-				// accepted value must not start a server, and a refusal
-				// comes before the missing directory (§6.codes).
-				db = missing
-			}
-			together = append(together, batch{commandLine(in, in.Needs, []string{in.Flag, placed(in, c.Value)}, db, url), []caseKey{k}})
+			refusals = append(refusals, batch{commandLine(in, in.Needs, []string{in.Flag, placed(in, c.Value)}, d.forCase(in, c), url), []caseKey{k}})
 		}
 		v := in.Program + " " + in.Verb
 		if _, ok := byVerb[v]; !ok {
@@ -154,17 +174,20 @@ func runValueCases(h *harness.Harness, inputs []rules.Input, missing, url string
 			if len(keys) == 0 {
 				break
 			}
-			together = append(together, batch{commandLine(in, verbNeeds(slots, given), flags, missing, url), keys})
+			together = append(together, batch{commandLine(in, verbNeeds(slots, given), flags, d.forCase(in, rules.Case{Want: rules.Accepted}), url), keys})
 		}
 	}
 	out := map[caseKey]*harness.Run{}
+	for i, r := range execBatches(h, refusals, generatedAtOnce) {
+		out[refusals[i].cases[0]] = r
+	}
 	again := map[caseKey]bool{}
-	for i, r := range execBatches(h, together) {
+	for i, r := range execBatches(h, together, 1) {
 		b := together[i]
 		for _, k := range b.cases {
 			out[k] = r
 		}
-		if len(b.cases) > 1 && r.Code != batchWant(b.cmd) {
+		if len(b.cases) > 1 && !batchAccepted(b.cmd, r.Code) {
 			for _, k := range b.cases {
 				again[k] = true
 			}
@@ -176,20 +199,25 @@ func runValueCases(h *harness.Harness, inputs []rules.Input, missing, url string
 			retry = append(retry, batch{single[b.cases[0]], b.cases})
 		}
 	}
-	for i, r := range execBatches(h, retry) {
+	for i, r := range execBatches(h, retry, 1) {
 		out[retry[i].cases[0]] = r
 	}
 	return out
 }
 
-// batchWant is the exit of an accepted batch: backoff answers, the rest meet
-// the missing file.
-func batchWant(cmd []string) int {
-	if len(cmd) > 1 && cmd[0] == "queuectl" && cmd[1] == "backoff" {
-		return 0
+// batchAccepted reports whether an accepted batch exited as one: the
+// receiver meets its missing directory (exit 4); any other program answers
+// anything but a refusal.
+func batchAccepted(cmd []string, code int) bool {
+	if cmd[0] == "receiver" {
+		return code == 4
 	}
-	return 4
+	return accepted(code)
 }
+
+// accepted reports whether an exit says the values were taken: neither a
+// usage error (2) nor invalid input (3), and an exit at all (not a signal).
+func accepted(code int) bool { return code >= 0 && code != 2 && code != 3 }
 
 // verbNeeds are the flags a verb's inputs need, each once, without those a
 // batch gives: each input needs the verb's flags but its own, so together
@@ -209,12 +237,12 @@ func verbNeeds(slots []slot, given map[string]bool) []string {
 	return out
 }
 
-// execBatches runs the batches' command lines, a few at once.
-func execBatches(h *harness.Harness, bs []batch) []*harness.Run {
+// execBatches runs the batches' command lines, n at once.
+func execBatches(h *harness.Harness, bs []batch, n int) []*harness.Run {
 	var runs []*harness.Run
-	for i := 0; i < len(bs); i += generatedAtOnce {
+	for i := 0; i < len(bs); i += n {
 		var cmds [][]string
-		for _, b := range bs[i:min(i+generatedAtOnce, len(bs))] {
+		for _, b := range bs[i:min(i+n, len(bs))] {
 			cmds = append(cmds, b.cmd)
 		}
 		runs = append(runs, h.ExecAll(cmds)...)
@@ -255,20 +283,20 @@ func expectedExit(in rules.Input, c rules.Case) (code int, stdout bool) {
 	case rules.Invalid:
 		return 3, false
 	}
-	if in.Verb == "backoff" {
-		return 0, true
+	if in.Program == "receiver" {
+		return 4, false
 	}
-	return 4, false
+	return -1, true // any answer but a refusal (accepted)
 }
 
 // expectation says what was expected, from the rule.
 func expectation(in rules.Input, c rules.Case, code int) string {
 	switch c.Want {
 	case rules.Accepted:
-		if code == 0 {
-			return "exit 0: the value is accepted"
+		if code == 4 {
+			return "exit 4: the value is accepted, and the missing directory is next"
 		}
-		return "exit 4: the value is accepted, and the missing queue file is next"
+		return "the value is accepted: any exit but 2 (usage) or 3 (invalid input)"
 	case rules.Malformed:
 		return "exit 2 (malformed: §1.int.plain), nothing on stdout"
 	}
