@@ -32,7 +32,11 @@ var step1 = Step{
 			"(exit 0) of a healthy queue and exits 5 once its b-tree pages are damaged on disk. " +
 			"init too refuses another application's unmarked SQLite file (exit 5, unchanged), and every verb a file in WAL mode; " +
 			"stats, check, finish, redrive, investigate and the sender refuse a missing file (exit 4, nothing created); init " +
-			"refuses a missing directory; a bad flag value is 3 (or 2) even with the file missing, with one stderr line; each program's help exits 0 naming its flags.",
+			"refuses a missing directory; a bad flag value is 3 (or 2) even with the file missing, with one stderr line; each program's help exits 0 naming its flags. " +
+			"Generated from the contract's value rules (labsteps/rules): every flag of every program and every member of the receiver's " +
+			"bodies is tried at each end of its range and one past it, each spelling of a number, lengths 0, 1, max and max+1 of a " +
+			"pattern and each character class at its first and a later byte; a refused value exits 2 or 3 (400 in a body) and writes nothing, " +
+			"an accepted one gets past the flags.",
 		Why: "A retry that fires at once takes the slot of healthy orders; one that never stops hides a " +
 			"poison order forever. Deterministic jitter spreads retries out and still lets anyone predict them.",
 	},
@@ -46,6 +50,7 @@ func runStep1(h *harness.Harness) {
 		harness.Part{Name: "c: a missing file, and files that are not a queue", Run: notAQueue},
 		harness.Part{Name: "d: no program takes over a file that is not its queue", Run: theirFiles},
 		harness.Part{Name: "e: every program's help names its flags", Run: helpTexts},
+		harness.Part{Name: "f: generated: value rules on every flag", Run: generatedValues},
 	)
 }
 

@@ -23,7 +23,10 @@ type Faults struct {
 // maxFaultCount bounds the counters so a typo cannot wedge a lab for hours.
 const maxFaultCount = 1000000
 
-func (f Faults) validate() error {
+// Validate refuses fault modes outside CONTRACT §5 (ErrInvalid): the
+// receiver's start checks them with its other flags, before the file's
+// directory (§6.codes puts an invalid value before a missing directory).
+func (f Faults) Validate() error {
 	if f.FailNext < 0 || f.FailNext > maxFaultCount {
 		return fmt.Errorf("%w: fail_next must be from 0 to %d", ErrInvalid, maxFaultCount)
 	}
@@ -93,7 +96,7 @@ func (p faultsPatch) apply(f Faults) Faults {
 // SetFaults replaces every fault mode at once; it is what --fail-next and
 // friends feed at start-up and what tests use instead of HTTP.
 func (r *Receiver) SetFaults(f Faults) error {
-	if err := f.validate(); err != nil {
+	if err := f.Validate(); err != nil {
 		return err
 	}
 	r.mu.Lock()

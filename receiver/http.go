@@ -283,7 +283,7 @@ func (r *Receiver) postFaults(w http.ResponseWriter, req *http.Request) {
 	}
 	r.mu.Lock()
 	next := p.apply(r.faults)
-	err := next.validate()
+	err := next.Validate()
 	if err == nil {
 		r.faults = next.normalized()
 	}

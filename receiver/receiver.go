@@ -95,7 +95,7 @@ func Open(path string, opts Options) (*Receiver, error) {
 	if opts.BusyTimeout == 0 {
 		opts.BusyTimeout = defaultBusyTimeout
 	}
-	if err := opts.Faults.validate(); err != nil {
+	if err := opts.Faults.Validate(); err != nil {
 		return nil, err
 	}
 	if opts.Log == nil {

@@ -17,6 +17,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"syscall"
 	"time"
@@ -468,6 +469,23 @@ func (s *Sender) Run(ctx context.Context) (int, error) {
 	return n, nil
 }
 
+// OrdersURL is the receiver's base URL with /orders appended to its path
+// (CONTRACT §4.url): a query stays the query, so "http://h/api?k=v" posts to
+// "http://h/api/orders?k=v", never to "…?k=v/orders". A fragment is never
+// sent, so it is dropped.
+func OrdersURL(base string) (string, error) {
+	u, err := url.Parse(base)
+	if err != nil {
+		return "", fmt.Errorf("receiver url %q: %w", base, err)
+	}
+	u.Path = strings.TrimRight(u.Path, "/") + "/orders"
+	if u.RawPath != "" {
+		u.RawPath = strings.TrimRight(u.RawPath, "/") + "/orders"
+	}
+	u.Fragment, u.RawFragment = "", ""
+	return u.String(), nil
+}
+
 // post sends the order and reads the answer. status is 0 when none arrived.
 func (s *Sender) post(ctx context.Context, job queue.Job) (status int, body []byte, err error) {
 	payload, err := json.Marshal(struct {
@@ -484,7 +502,11 @@ func (s *Sender) post(ctx context.Context, job queue.Job) (status int, body []by
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimRight(s.URL, "/")+"/orders", bytes.NewReader(payload))
+	target, err := OrdersURL(s.URL)
+	if err != nil {
+		return 0, nil, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, target, bytes.NewReader(payload))
 	if err != nil {
 		return 0, nil, fmt.Errorf("post order: %w", err)
 	}

@@ -119,9 +119,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err := checkAddr(*addr); err != nil {
 		return err
 	}
-	if err := checkDBPath(*db); err != nil {
-		return err
-	}
 	opts := receiver.Options{
 		BusyTimeout: time.Duration(busyMS.Get()) * time.Millisecond,
 		Log:         stdout,
@@ -131,6 +128,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			LooseAck:  *looseAck,
 			HoldNext:  int(holdNext.Get()),
 		},
+	}
+	// The fault flags are values too: an invalid one is exit 3 even when
+	// the directory is missing (CONTRACT §6.codes: the first row that
+	// applies).
+	if err := opts.Faults.Validate(); err != nil {
+		return err
+	}
+	if err := checkDBPath(*db); err != nil {
+		return err
 	}
 	// Listen before opening: a port that is taken must not leave a new
 	// database file behind. Open checks the faults before it creates the file.

@@ -280,6 +280,10 @@ func TestProcessRefuses(t *testing.T) {
 		{"negative fail-next", []string{"--db", fresh, "--fail-next", "-1"}, 3, "--fail-next -1"},
 		{"bad loose-ack", []string{"--db", fresh, "--loose-ack", "yes"}, 3, "loose_ack must be"},
 		{"bad reject-id", []string{"--db", fresh, "--reject-id", "a b"}, 3, "not a valid order id"},
+		// §6.codes: an invalid value is the first row, before a missing directory.
+		{"bad loose-ack, missing dir", []string{"--db", filepath.Join(dir, "nodir", "r.db"), "--loose-ack", "yes"}, 3, "loose_ack must be"},
+		{"bad reject-id, missing dir", []string{"--db", filepath.Join(dir, "nodir", "r.db"), "--reject-id", "-x"}, 3, "not a valid order id"},
+		{"missing dir", []string{"--db", filepath.Join(dir, "nodir", "r.db")}, 4, "directory"},
 		{"zero busy timeout", []string{"--db", fresh, "--busy-timeout-ms", "0"}, 3, "--busy-timeout-ms"},
 		{"busy timeout over a day", []string{"--db", fresh, "--busy-timeout-ms", "86400001"}, 3, "--busy-timeout-ms"},
 		{"not sqlite", []string{"--db", garbage}, 5, "not a receiver database"},

@@ -414,8 +414,10 @@ func TestRepeatMarksFlaky(t *testing.T) {
 	tier.Slow(t)
 	t.Parallel()
 	root := t.TempDir()
-	// Fails step 1 in the second run only: the run's work dirs are under run-2.
-	sub := binDir(t, root, "flaky", map[string]string{"queuectl": `case "$PWD" in */run-2/*) [ "$1" = backoff ] && exit 1;; esac
+	// Fails step 1's part a in the second run only: the run's work dirs are
+	// under run-2, and part a alone asks backoff for --json (the generated
+	// part f tries backoff's flags without it).
+	sub := binDir(t, root, "flaky", map[string]string{"queuectl": `case "$PWD" in */run-2/*) [ "$1 $2" = "backoff --json" ] && exit 1;; esac
 exec ` + filepath.Join(refBin, "queuectl") + ` "$@"`})
 	cfg := config(t, filepath.Join(root, "out"))
 	cfg.Runs = 2
