@@ -41,7 +41,7 @@ func TestGradeUsageErrors(t *testing.T) {
 		{"bad points", []string{"grade", "--points", "9=10", "x"}, "want STEP=POINTS with STEP 1–8"},
 		{"no runs", []string{"grade", "-n", "0", "x"}, "-n must be at least 1"},
 		{"no jobs", []string{"grade", "--jobs", "0", "x"}, "--jobs must be at least 1"},
-		{"no step time", []string{"grade", "--timeout", "0s", "x"}, "time limits must be positive"},
+		{"no step time", []string{"grade", "--timeout", "-1s", "x"}, "time limits must be positive"},
 		{"no build time", []string{"grade", "--build-timeout", "-1s", "x"}, "time limits must be positive"},
 		{"merge without out", []string{"merge", "x"}, "lab: merge: want --out DIR and at least one SHARDDIR"},
 		{"bad visibility", []string{"grade", "--visibility", "secret", "x"}, "--visibility \"secret\": want one of visible, hidden, after_due_date, after_published"},
