@@ -45,8 +45,9 @@ Writes, in --out DIR:
 
 An existing DIR keeps its other submissions: grading one again replaces only
 its own results and row (lab tables --out DIR rebuilds the tables alone).
-results.json has one test per part of each step (step 6: a–o), the step's
-points split among them; a part that fails or is flaky scores 0.
+results.json has one test per part of each step (6.c: step 6's part c; the
+parts are the letters lab run prints), the step's points split among them; a
+part that fails or is flaky scores 0.
 
 Exit: 0 every submission graded (whatever its score); 2 a usage error, or some
 SUBMISSION missing or not a submission (the others are still graded and it is

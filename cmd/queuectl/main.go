@@ -45,7 +45,10 @@ type verb struct {
 	// positional names the flag one bare argument stands for, so that
 	// `queuectl investigate o-1 --note T-1` reads as it is spoken.
 	positional string
-	setup      func(fs *flag.FlagSet) func(ctx context.Context, env *env) error
+	// jsonUsage is the help of --json where the verb prints something
+	// other than one JSON object ("" : "print one JSON object").
+	jsonUsage string
+	setup     func(fs *flag.FlagSet) func(ctx context.Context, env *env) error
 }
 
 // verbs is filled by each file's init, so operator verbs live beside the
@@ -105,7 +108,11 @@ func flags(name string, v verb) (fs *flag.FlagSet, dbPath *string, nowMs, busy *
 	dbPath = fs.String("db", "", "queue database file (required)")
 	nowMs = cliflag.NewInt(fs, "now-ms", 0, 0, cliflag.MaxExact, "injected clock, ms since the epoch (default: the real clock)")
 	busy = cliflag.NewInt(fs, "busy-timeout-ms", 5000, 0, maxBusyTimeoutMs, "how long to wait for another process's lock, ms (0: 5000)")
-	asJSON = fs.Bool("json", false, "print one JSON object")
+	jsonUsage := v.jsonUsage
+	if jsonUsage == "" {
+		jsonUsage = "print one JSON object"
+	}
+	asJSON = fs.Bool("json", false, jsonUsage)
 	action = v.setup(fs)
 	return
 }

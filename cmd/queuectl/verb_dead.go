@@ -14,6 +14,7 @@ import (
 // its output (CONTRACT.md §3).
 func init() {
 	verbs["dead"] = verb{summary: "list quarantined jobs: id, reason, attempts, token, since when, last evidence, investigation (never content)", needsDB: true,
+		jsonUsage: "print one JSON array of the listed jobs, oldest first, on one line ([] when none)",
 		setup: func(fs *flag.FlagSet) func(context.Context, *env) error {
 			reason := fs.String("reason", "", "only this reason: permanent, exhausted or deadline")
 			older := fs.Duration("older-than", 0, "only jobs dead for longer than this Go duration (90s, 2h), measured against --now-ms")

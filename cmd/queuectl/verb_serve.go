@@ -13,6 +13,7 @@ import (
 // its output (CONTRACT.md §3).
 func init() {
 	verbs["serve"] = verb{summary: "read-only dashboard and /metrics over HTTP (GET and HEAD only)", needsDB: true,
+		jsonUsage: "accepted, as by every verb, and ignored: serve prints only its listening on ADDR line (the dashboard has /metrics for programs)",
 		setup: func(fs *flag.FlagSet) func(context.Context, *env) error {
 			addr := fs.String("addr", "127.0.0.1:0", "address to listen on; there is no access control, so keep it on loopback")
 			thresholds := thresholdFlags(fs, "highlight under Attention")
