@@ -86,6 +86,7 @@ func (g *grader) newRecord(sub Submission, abs string) Record {
 func (g *grader) runSteps(ctx context.Context, sub Submission, abs, dir string, rec *Record) ([][]result.Result, [][]string, error) {
 	bin := abs
 	if sub.Kind == KindModule {
+		g.logf("  %s: building (limit %v)…\n", sub.Name, g.buildLimit())
 		bin = filepath.Join(dir, "bin")
 		if built, err := g.buildInto(ctx, abs, bin, dir, rec); err != nil || !built {
 			return nil, nil, err
@@ -100,6 +101,7 @@ func (g *grader) runSteps(ctx context.Context, sub Submission, abs, dir string, 
 		}
 	}
 	steps := g.cfg.Points.Steps()
+	g.logf("  %s: running %d step(s), %d run(s) each…\n", sub.Name, len(steps), g.cfg.Runs)
 	results, notes := g.runAll(ctx, sub.Name, bin, filepath.Join(dir, "logs"), steps, g.cfg.Parallel)
 	g.retryUnjudged(ctx, sub.Name, bin, filepath.Join(dir, "logs"), steps, results, notes)
 	if ctx.Err() != nil {

@@ -23,7 +23,10 @@ func (g *grader) logRecord(r Record) {
 	}
 	r = cleanRecord(r)
 	line := fmt.Sprintf("%7s/%-4s %5.1f%%  %-24s", num(r.Score), num(r.Max), pct, r.Name)
-	if r.Problem != "" {
+	if r.NotGraded != "" {
+		// Its points are no grade: say so where the score would be.
+		line = fmt.Sprintf("%-19s %-24s  %s", "  NOT GRADED", r.Name, result.OneLine(firstLine(r.NotGraded), 300))
+	} else if r.Problem != "" {
 		line += "  " + result.OneLine(firstLine(r.Problem), 200)
 	} else {
 		line += fmt.Sprintf("  %d/%d steps", r.Passed(), len(r.Steps))
