@@ -1,0 +1,92 @@
+package model
+
+import "math/rand/v2"
+
+// ids is a small pool so that duplicates, conflicts and unknown ids are
+// frequent; the last is never enqueued by choice of weights alone.
+var ids = []string{"a", "b", "o-1", "x.9"}
+
+// Generate is a seeded random sequence of n operations, biased to where the
+// contract's rules meet: the clock jumps to each lease_until, available_at
+// and deadline_at and one ms either side, finishes carry the current token,
+// the one before or after it, and redrives aim at jobs in every state. It
+// runs the model alongside to know those boundaries; the same seed always
+// gives the same sequence.
+func Generate(seed uint64, n int) []Op {
+	r := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+	q := New()
+	now := int64(1_000_000)
+	ops := make([]Op, 0, n)
+	for len(ops) < n {
+		now = nextNow(r, q, now)
+		op := Op{Now: now, ID: ids[r.IntN(len(ids))]}
+		switch k := r.IntN(20); {
+		case k < 5:
+			op.Verb = "enqueue"
+			op.Qty = 1 + int64(r.IntN(2)) // two qtys: conflicts happen
+			op.MaxAttempts = 1 + int64(r.IntN(3))
+			op.DeadlineMs = []int64{1, 1500, 5000, 60000}[r.IntN(4)]
+		case k < 10:
+			op.Verb = "claim"
+			op.Owner = []string{"A", "B"}[r.IntN(2)]
+			op.LeaseMs = []int64{1, 1000, 3000}[r.IntN(3)]
+		case k < 15:
+			op.Verb = "finish"
+			op.Outcome = []string{"ok", "retry", "retry", "permanent"}[r.IntN(4)]
+			if j := leasedJob(r, q); j != nil && r.IntN(3) > 0 {
+				op.ID = j.ID
+			}
+			if j, ok := q.Jobs[op.ID]; ok {
+				op.Token = max(0, j.Token+int64(r.IntN(3))-1+int64(r.IntN(2))) // current token most often
+			}
+		case k < 17:
+			op.Verb = "redrive"
+			op.Note = []string{"T-1", "fix#2"}[r.IntN(2)]
+		case k < 19:
+			op.Verb = "show"
+		default:
+			op.Verb = "stats"
+			op.ID = ""
+		}
+		q.Apply(op)
+		ops = append(ops, op)
+	}
+	return ops
+}
+
+// nextNow mostly lands on a boundary of some job (exact, or 1 ms either
+// side), else steps forward a little; rarely it jumps far ahead.
+func nextNow(r *rand.Rand, q *Queue, now int64) int64 {
+	var marks []int64
+	for _, id := range ids { // the pool's order, not the map's: seeded runs repeat
+		j, ok := q.Jobs[id]
+		if !ok {
+			continue
+		}
+		marks = append(marks, j.AvailableAt, j.DeadlineAt)
+		if j.HasLease {
+			marks = append(marks, j.LeaseUntil)
+		}
+	}
+	switch k := r.IntN(10); {
+	case k < 5 && len(marks) > 0:
+		return max(0, marks[r.IntN(len(marks))]+int64(r.IntN(3))-1)
+	case k < 9:
+		return now + int64(r.IntN(2000))
+	default:
+		return now + 100_000
+	}
+}
+
+func leasedJob(r *rand.Rand, q *Queue) *Job {
+	var l []*Job
+	for _, id := range ids { // map order is random: walk the pool for a seeded choice
+		if j, ok := q.Jobs[id]; ok && j.State == "leased" {
+			l = append(l, j)
+		}
+	}
+	if len(l) == 0 {
+		return nil
+	}
+	return l[r.IntN(len(l))]
+}

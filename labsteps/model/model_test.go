@@ -1,0 +1,115 @@
+package model_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"snacklab/labsteps/model"
+)
+
+// queuectl is the reference's executable, built once for every test.
+var queuectl string
+
+func TestMain(m *testing.M) {
+	os.Exit(func() int {
+		dir, err := os.MkdirTemp("", "snacklab-model-test-*")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		defer os.RemoveAll(dir)
+		queuectl = filepath.Join(dir, "queuectl")
+		cmd := exec.Command("go", "build", "-o", queuectl, "./cmd/queuectl")
+		cmd.Dir = "../.."
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			fmt.Fprintf(os.Stderr, "build: %v\n%s", err, out)
+			return 1
+		}
+		return m.Run()
+	}())
+}
+
+// TestModelReferencePasses: the reference answers as the model says on a
+// few seeds; a mismatch here is a bug of the model or of the reference, and
+// the report says which clause to read.
+func TestModelReferencePasses(t *testing.T) {
+	r := &model.Runner{Queuectl: queuectl, Dir: t.TempDir()}
+	for seed := uint64(1); seed <= 4; seed++ {
+		m, err := model.Seed(context.Background(), r, seed, 40, 200)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m != nil {
+			t.Fatalf("reference departs from the model:\n%s", m.Report(seed))
+		}
+	}
+}
+
+// wrongQueue writes a shell wrapper around the reference that corrupts one
+// answer class, the way a learner's bug would.
+func wrongQueue(t *testing.T, script string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "queuectl")
+	body := "#!/bin/sh\nREAL=" + queuectl + "\n" + script
+	if err := os.WriteFile(p, []byte(body), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestModelCatchesAndShrinks: each wrong queue is caught on the first seed
+// that reaches its class, and shrunk to a few commands naming the operation.
+func TestModelCatchesAndShrinks(t *testing.T) {
+	for _, tc := range []struct {
+		name, verb, script string
+	}{
+		// finish with a stale (or unknown) token claims success.
+		{"stale finish exits 0", "finish", `"$REAL" "$@"; rc=$?
+[ "$1" = finish ] && [ $rc = 12 ] && exit 0
+exit $rc
+`},
+		// claim reads the clock 1 ms late: a job due one ms from now, or a
+		// lease that ends one ms from now, is handed out early.
+		{"claim one ms early", "claim", `if [ "$1" = claim ]; then
+  out=; for a in "$@"; do
+    if [ "$prev" = --now-ms ]; then a=$((a+1)); fi
+    out="$out $a"; prev=$a
+  done
+  exec "$REAL" $out
+fi
+exec "$REAL" "$@"
+`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := &model.Runner{Queuectl: wrongQueue(t, tc.script), Dir: t.TempDir()}
+			for seed := uint64(1); seed <= 5; seed++ {
+				m, err := model.Seed(context.Background(), r, seed, 30, 200)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if m == nil {
+					continue
+				}
+				rep := m.Report(seed)
+				t.Logf("%s", rep)
+				if len(m.Ops) > 4 {
+					t.Errorf("shrunk to %d ops, want at most 4:\n%s", len(m.Ops), rep)
+				}
+				if got := m.Ops[m.Step].Verb; got != tc.verb {
+					t.Errorf("failing operation %s, want %s", got, tc.verb)
+				}
+				if !strings.Contains(rep, "operation: "+tc.verb) || !strings.Contains(rep, "clause:    §") {
+					t.Errorf("report does not name the operation and clause:\n%s", rep)
+				}
+				return
+			}
+			t.Fatal("no seed caught the wrong queue")
+		})
+	}
+}

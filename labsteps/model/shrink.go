@@ -1,0 +1,91 @@
+package model
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Shrink reduces a failing sequence to a smaller one that still fails,
+// replaying each candidate on a fresh queue file (the model is recomputed
+// for it, so the expectation always fits the shorter story). It is delta
+// debugging: drop chunks while any drop keeps the failure, then single ops
+// until no one op can go. Any mismatch counts as still failing: a shorter
+// failure of another answer is as useful to a learner as the original.
+// budget bounds the number of replays.
+func Shrink(ctx context.Context, r *Runner, m *Mismatch, budget int) (*Mismatch, error) {
+	best := m
+	try := func(ops []Op) (bool, error) {
+		if budget <= 0 || len(ops) == 0 {
+			return false, nil
+		}
+		budget--
+		got, err := r.Failing(ctx, ops)
+		if err != nil || got == nil {
+			return false, err
+		}
+		best = got // Failing truncates at the first mismatch
+		return true, nil
+	}
+	for n := 2; len(best.Ops) >= 2; {
+		chunk := (len(best.Ops) + n - 1) / n
+		dropped := false
+		for start := 0; start < len(best.Ops); start += chunk {
+			cand := slices.Concat(best.Ops[:start], best.Ops[min(start+chunk, len(best.Ops)):])
+			ok, err := try(cand)
+			if err != nil {
+				return best, err
+			}
+			if ok {
+				n, dropped = max(n-1, 2), true
+				break
+			}
+		}
+		if !dropped {
+			if n >= len(best.Ops) {
+				break
+			}
+			n = min(2*n, len(best.Ops))
+		}
+	}
+	for changed := true; changed; {
+		changed = false
+		for i := range best.Ops {
+			ok, err := try(slices.Delete(slices.Clone(best.Ops), i, i+1))
+			if err != nil {
+				return best, err
+			}
+			if ok {
+				changed = true
+				break
+			}
+		}
+	}
+	return best, nil
+}
+
+// Report is the mismatch as a learner reads it: the commands to paste, what
+// the model expected, what was observed, and the clause.
+func (m *Mismatch) Report(seed uint64) string {
+	var b strings.Builder
+	db := "q.db"
+	fmt.Fprintf(&b, "seed %d: %d commands replay it (the last one's answer is wrong):\n", seed, len(m.Ops)+1)
+	fmt.Fprintf(&b, "  rm -f %s; queuectl init --db %s --json\n", db, db)
+	for _, op := range m.Ops {
+		fmt.Fprintf(&b, "  %s\n", op.Shell(db))
+	}
+	fmt.Fprintf(&b, "operation: %s (step %d)\n", m.Ops[m.Step].Verb, m.Step+1)
+	fmt.Fprintf(&b, "expected:  exit %d", m.Expected.Exit)
+	if m.Expected.JSON != nil {
+		fmt.Fprintf(&b, " and %s", show(m.Expected.JSON))
+	} else {
+		b.WriteString(" and nothing on stdout")
+	}
+	fmt.Fprintf(&b, "\nobserved:  exit %d, stdout %q", m.Observed.Exit, strings.TrimSpace(m.Observed.Stdout))
+	if s := strings.TrimSpace(m.Observed.Stderr); s != "" {
+		fmt.Fprintf(&b, ", stderr %q", s)
+	}
+	fmt.Fprintf(&b, "\ndiffers:   %s\nclause:    %s\n", m.Diff, m.Expected.Clause)
+	return b.String()
+}
