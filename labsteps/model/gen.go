@@ -21,23 +21,26 @@ func Generate(seed uint64, n int) []Op {
 		now = nextNow(r, q, now)
 		op := Op{Now: now, ID: ids[r.IntN(len(ids))]}
 		switch k := r.IntN(20); {
-		case k < 5:
+		case k < 4:
 			op.Verb = "enqueue"
 			op.Qty = 1 + int64(r.IntN(2)) // two qtys: conflicts happen
 			op.MaxAttempts = 1 + int64(r.IntN(3))
-			op.DeadlineMs = []int64{1, 1500, 5000, 60000}[r.IntN(4)]
-		case k < 10:
+			op.DeadlineMs = []int64{1, 5000, 60000, 600000, 600000, 600000}[r.IntN(6)]
+		case k < 9:
 			op.Verb = "claim"
 			op.Owner = []string{"A", "B"}[r.IntN(2)]
 			op.LeaseMs = []int64{1, 1000, 3000}[r.IntN(3)]
 		case k < 15:
 			op.Verb = "finish"
 			op.Outcome = []string{"ok", "retry", "retry", "permanent"}[r.IntN(4)]
-			if j := leasedJob(r, q); j != nil && r.IntN(3) > 0 {
+			if j := leasedJob(r, q); j != nil && r.IntN(5) > 0 {
 				op.ID = j.ID
 			}
 			if j, ok := q.Jobs[op.ID]; ok {
-				op.Token = max(0, j.Token+int64(r.IntN(3))-1+int64(r.IntN(2))) // current token most often
+				op.Token = j.Token // the fence's own token most often; else one either side
+				if r.IntN(5) < 2 {
+					op.Token = max(0, j.Token+[]int64{-1, 1}[r.IntN(2)])
+				}
 			}
 		case k < 17:
 			op.Verb = "redrive"
@@ -54,23 +57,34 @@ func Generate(seed uint64, n int) []Op {
 	return ops
 }
 
-// nextNow mostly lands on a boundary of some job (exact, or 1 ms either
-// side), else steps forward a little; rarely it jumps far ahead.
+// nextNow lands on a boundary still ahead (exact, or 1 ms either side, so
+// the clock may step back by one): a lease's end or a backoff's due time
+// often, a deadline now and then (each deadline kills its job, so landing
+// on them too often leaves nothing to claim); else it steps forward a
+// little, and rarely far.
 func nextNow(r *rand.Rand, q *Queue, now int64) int64 {
-	var marks []int64
+	var due, deadlines []int64
 	for _, id := range ids { // the pool's order, not the map's: seeded runs repeat
 		j, ok := q.Jobs[id]
 		if !ok {
 			continue
 		}
-		marks = append(marks, j.AvailableAt, j.DeadlineAt)
-		if j.HasLease {
-			marks = append(marks, j.LeaseUntil)
+		if j.State == "leased" && j.LeaseUntil >= now {
+			due = append(due, j.LeaseUntil)
+		}
+		if j.State == "pending" && j.AvailableAt >= now {
+			due = append(due, j.AvailableAt)
+		}
+		if (j.State == "pending" || j.State == "leased") && j.DeadlineAt >= now {
+			deadlines = append(deadlines, j.DeadlineAt)
 		}
 	}
+	near := func(ms []int64) int64 { return max(0, ms[r.IntN(len(ms))]+int64(r.IntN(3))-1) }
 	switch k := r.IntN(10); {
-	case k < 5 && len(marks) > 0:
-		return max(0, marks[r.IntN(len(marks))]+int64(r.IntN(3))-1)
+	case k < 4 && len(due) > 0:
+		return near(due)
+	case k == 4 && len(deadlines) > 0:
+		return near(deadlines)
 	case k < 9:
 		return now + int64(r.IntN(2000))
 	default:
