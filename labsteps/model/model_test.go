@@ -2,10 +2,12 @@ package model_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -85,6 +87,17 @@ exit $rc
 fi
 exec "$REAL" "$@"
 `},
+		// finish retry computes its backoff from a clock 1 ms late: the
+		// job's available_at (or its deadline verdict) is off.
+		{"retry one ms late", "finish", `if [ "$1" = finish ]; then
+  out=; for a in "$@"; do
+    if [ "$prev" = --now-ms ]; then a=$((a+1)); fi
+    out="$out $a"; prev=$a
+  done
+  exec "$REAL" $out
+fi
+exec "$REAL" "$@"
+`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := &model.Runner{Queuectl: wrongQueue(t, tc.script), Dir: t.TempDir()}
@@ -111,5 +124,51 @@ exec "$REAL" "$@"
 			}
 			t.Fatal("no seed caught the wrong queue")
 		})
+	}
+}
+
+// TestModelBackoff: the model's backoff is the formula of
+// §2.backoff.formula, and so is `queuectl backoff` of the reference.
+func TestModelBackoff(t *testing.T) {
+	for _, id := range []string{"o-1", "a", "x.9"} {
+		for _, n := range []int64{1, 2, 6, 7, 1000} {
+			out, err := exec.Command(queuectl, "backoff", "--id", id, "--attempt", strconv.FormatInt(n, 10), "--json").Output()
+			if err != nil {
+				t.Fatalf("queuectl backoff %s %d: %v", id, n, err)
+			}
+			var v struct {
+				Delay int64 `json:"delay_ms"`
+			}
+			if err := json.Unmarshal(out, &v); err != nil {
+				t.Fatalf("queuectl backoff: %v: %q", err, out)
+			}
+			if got := model.Backoff(id, n); got != v.Delay {
+				t.Errorf("Backoff(%q, %d) = %d, queuectl says %d", id, n, got, v.Delay)
+			}
+		}
+	}
+}
+
+// TestModelDiffFreedoms: what the contract leaves free is not a mismatch:
+// a number's spelling, members the contract does not name, the order of a
+// job's redrives; what it pins is.
+func TestModelDiffFreedoms(t *testing.T) {
+	exp := model.Expect{JSON: map[string]any{"n": int64(5), "rs": []any{int64(1), int64(2)}}, EitherOrder: []string{"rs"}}
+	for _, tc := range []struct {
+		stdout string
+		ok     bool
+	}{
+		{`{"n":5,"rs":[1,2]}` + "\n", true},
+		{`{"n":5.0,"rs":[2,1],"extra":true}` + "\n", true},
+		{`{"n":6,"rs":[1,2]}`, false},
+		{`{"n":5,"rs":[1]}`, false},
+		{`{"n":5,"rs":[1,2]}{}`, false},
+	} {
+		if d := model.Diff(exp, model.Observed{Stdout: tc.stdout}); (d == "") != tc.ok {
+			t.Errorf("Diff(%s) = %q, want ok=%v", tc.stdout, d, tc.ok)
+		}
+	}
+	if d := model.Diff(model.Expect{Exit: 9}, model.Observed{Exit: 9, Stdout: "{}"}); d == "" {
+		t.Error("a refusal that prints on stdout passed (§3.stdout.refusal)")
 	}
 }
