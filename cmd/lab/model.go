@@ -128,7 +128,8 @@ func runModel(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		v.Expected = fmt.Sprintf("exit %d, %s", m.Expected.Exit, exp)
 		v.Observed = fmt.Sprintf("exit %d, %s", m.Observed.Exit, m.Observed.Stdout)
 		if !f.json {
-			fmt.Fprintf(stdout, "lab model: %s departs from the model of CONTRACT.md\n%s", q, m.Report(seed))
+			fmt.Fprintf(stdout, "lab model: %s departs from the model of CONTRACT.md\n%sreplay:    lab model --bin %s --seed %d --ops %d --seeds 1\n",
+				q, m.Report(seed), bin, seed, f.ops)
 		}
 		break
 	}

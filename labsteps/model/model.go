@@ -116,14 +116,24 @@ func (q *Queue) enqueue(op Op) Expect {
 // claimable), then one grant in (available_at, id) order.
 func (q *Queue) claim(op Op) Expect {
 	now := op.Now
+	swept := map[string]bool{} // the sweep's clauses, named with the answer's
 	for _, j := range q.Jobs {
 		switch {
 		case j.State == "leased" && j.LeaseUntil <= now && j.Attempts >= j.MaxAttempts:
 			j.quarantine("exhausted", now)
+			swept["§2.claim.sweep.exhausted"] = true
 		case j.State == "leased" && j.LeaseUntil <= now && j.DeadlineAt <= now:
 			j.quarantine("deadline", now)
+			swept["§2.claim.sweep.deadline"] = true
 		case j.State == "pending" && j.DeadlineAt <= now:
 			j.quarantine("deadline", now)
+			swept["§2.claim.sweep.deadline"] = true
+		}
+	}
+	sweep := ""
+	for _, c := range []string{"§2.claim.sweep.exhausted", "§2.claim.sweep.deadline"} {
+		if swept[c] {
+			sweep += ", " + c
 		}
 	}
 	var due []*Job
@@ -133,7 +143,7 @@ func (q *Queue) claim(op Op) Expect {
 		}
 	}
 	if len(due) == 0 {
-		return Expect{Exit: 13, JSON: map[string]any{"claimed": false}, Clause: "§2.claim.due"}
+		return Expect{Exit: 13, JSON: map[string]any{"claimed": false}, Clause: "§2.claim.due" + sweep}
 	}
 	sort.Slice(due, func(a, b int) bool {
 		if due[a].AvailableAt != due[b].AvailableAt {
@@ -142,11 +152,15 @@ func (q *Queue) claim(op Op) Expect {
 		return due[a].ID < due[b].ID
 	})
 	j := due[0]
+	clause := "§2.claim.grant, §2.claim.order"
+	if j.State == "leased" {
+		clause += ", §2.claim.expiry"
+	}
 	j.State, j.Owner, j.HasLease, j.LeaseUntil = "leased", op.Owner, true, now+op.LeaseMs
 	j.Attempts++
 	j.Token++
 	j.UpdatedAt = now
-	return Expect{JSON: map[string]any{"claimed": true, "job": j.json()}, Clause: "§2.claim.grant"}
+	return Expect{JSON: map[string]any{"claimed": true, "job": j.json()}, Clause: clause + sweep}
 }
 
 // quarantine is the sweep's way to dead: token and attempts kept, owner and

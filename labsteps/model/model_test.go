@@ -87,9 +87,9 @@ exit $rc
 fi
 exec "$REAL" "$@"
 `},
-		// finish retry computes its backoff from a clock 1 ms late: the
-		// job's available_at (or its deadline verdict) is off.
-		{"retry one ms late", "finish", `if [ "$1" = finish ]; then
+		// finish reads the clock 1 ms late: updated_at, a retry's
+		// available_at or its deadline verdict is off.
+		{"finish one ms late", "finish", `if [ "$1" = finish ]; then
   out=; for a in "$@"; do
     if [ "$prev" = --now-ms ]; then a=$((a+1)); fi
     out="$out $a"; prev=$a
