@@ -5,6 +5,15 @@
 // seeded random operations against a real queuectl and compares every answer
 // with the model; a mismatch is shrunk to the shortest sequence that still
 // fails (shrink.go).
+//
+// Covered: enqueue (new, duplicate, conflict), claim (sweep to dead
+// exhausted/deadline, due and expiry instants, order, grant), finish (ok,
+// permanent, retry to pending/exhausted/deadline with the exact backoff,
+// stale and unknown tokens), redrive (dead only, refusals 8–11, audit row),
+// show and stats, one process at a time under --now-ms. Not covered yet:
+// investigate, check, the optional evidence verbs, flag and value rules
+// (§1), files (§2.file), restarts, crashes, two writers and busy waits
+// (§2.busy), stderr wording.
 package model
 
 import (
