@@ -42,7 +42,7 @@ func TestMain(m *testing.M) {
 // the report says which clause to read.
 func TestModelReferencePasses(t *testing.T) {
 	r := &model.Runner{Queuectl: queuectl, Dir: t.TempDir()}
-	for seed := uint64(1); seed <= 4; seed++ {
+	for seed := uint64(1); seed <= 3; seed++ {
 		m, err := model.Seed(context.Background(), r, seed, 40, 200)
 		if err != nil {
 			t.Fatal(err)
