@@ -77,8 +77,8 @@ func (g *grader) runAll(ctx context.Context, name, bin, logRoot string, steps []
 }
 
 // retryUnjudged runs again, up to cfg.Retries times, every step some part
-// of which was not judged in some run: one step at a time (the machine was
-// too loaded, or the grader erred), after a pause that grows with each
+// of which was not judged in some run (see unjudged): one step at a time
+// (the machine was too loaded, or the grader erred), after a pause that grows with each
 // attempt, each attempt said in the log and the step's notes. What was not
 // judged counts for nothing, so a retry's runs replace the step's.
 func (g *grader) retryUnjudged(ctx context.Context, name, bin, logRoot string, steps []labsteps.Step, results [][]result.Result, notes [][]string) {
@@ -114,11 +114,16 @@ func (g *grader) retryUnjudged(ctx context.Context, name, bin, logRoot string, s
 // retryPause is the pause before the first retry; the n-th waits n times it.
 const retryPause = 3 * time.Second
 
-// unjudged says some run of a step left a part not judged.
+// unjudged says some run of a step left a part not judged that a retry
+// may judge: the grader erred, or a wait ran out on a machine loaded
+// enough that the step's limits were scaled up for it. A wait that ran out
+// on a quiet machine, with the limits it gives, is a program that does
+// not end: running it again, alone, would only cost the cohort its limit
+// twice more.
 func unjudged(runs []result.Result) bool {
 	for _, r := range runs {
 		for _, p := range r.PartOutcomes() {
-			if !p.Pass && !p.Verdict.Judged() {
+			if !p.Pass && !p.Verdict.Judged() && (p.Verdict != result.Timeout || r.Limits.Scale > 1) {
 				return true
 			}
 		}
