@@ -175,7 +175,7 @@ func gradeCLI(t *testing.T, out string, args []string) cohortRun {
 	// 12 runnable processes per core in CI.
 	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, labBin, append([]string{"grade", "--out", out, "--timeout", "90s"}, args...)...)
+	cmd := exec.CommandContext(ctx, labBin, append([]string{"grade", "--out", out, "--timeout", "90s", "--retries", "0"}, args...)...)
 	cmd.Env = append(os.Environ(), "SNACKLAB_TEST_SECRET=hunter2-"+strconv.Itoa(os.Getpid()))
 	var b bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &b, &b
