@@ -3,7 +3,6 @@ package model_test
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,37 +10,18 @@ import (
 	"strings"
 	"testing"
 
+	"snacklab/internal/testbin"
 	"snacklab/labsteps/model"
 )
 
-// queuectl is the reference's executable, built once for every test.
-var queuectl string
-
-func TestMain(m *testing.M) {
-	os.Exit(func() int {
-		dir, err := os.MkdirTemp("", "snacklab-model-test-*")
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-		defer os.RemoveAll(dir)
-		queuectl = filepath.Join(dir, "queuectl")
-		cmd := exec.Command("go", "build", "-o", queuectl, "./cmd/queuectl")
-		cmd.Dir = "../.."
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			fmt.Fprintf(os.Stderr, "build: %v\n%s", err, out)
-			return 1
-		}
-		return m.Run()
-	}())
-}
+// The reference's queuectl, built once for every test (internal/testbin).
+func TestMain(m *testing.M) { testbin.Main(m, "queuectl") }
 
 // TestModelReferencePasses: the reference answers as the model says on a
 // few seeds; a mismatch here is a bug of the model or of the reference, and
 // the report says which clause to read.
 func TestModelReferencePasses(t *testing.T) {
-	r := &model.Runner{Queuectl: queuectl, Dir: t.TempDir()}
+	r := &model.Runner{Queuectl: testbin.Path("queuectl"), Dir: t.TempDir()}
 	for seed := uint64(1); seed <= 3; seed++ {
 		m, err := model.Seed(context.Background(), r, seed, 40, 200)
 		if err != nil {
@@ -58,7 +38,7 @@ func TestModelReferencePasses(t *testing.T) {
 func wrongQueue(t *testing.T, script string) string {
 	t.Helper()
 	p := filepath.Join(t.TempDir(), "queuectl")
-	body := "#!/bin/sh\nREAL=" + queuectl + "\n" + script
+	body := "#!/bin/sh\nREAL=" + testbin.Path("queuectl") + "\n" + script
 	if err := os.WriteFile(p, []byte(body), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +112,7 @@ exec "$REAL" "$@"
 func TestModelBackoff(t *testing.T) {
 	for _, id := range []string{"o-1", "a", "x.9"} {
 		for _, n := range []int64{1, 2, 6, 7, 1000} {
-			out, err := exec.Command(queuectl, "backoff", "--id", id, "--attempt", strconv.FormatInt(n, 10), "--json").Output()
+			out, err := exec.Command(testbin.Path("queuectl"), "backoff", "--id", id, "--attempt", strconv.FormatInt(n, 10), "--json").Output()
 			if err != nil {
 				t.Fatalf("queuectl backoff %s %d: %v", id, n, err)
 			}
