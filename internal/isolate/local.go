@@ -111,7 +111,7 @@ func (l *local) run(ctx context.Context, spec containerSpec, wall time.Duration)
 		return res, err
 	}
 	defer os.RemoveAll(root)
-	paths, err := localLayout(root, spec)
+	paths, err := localLayout(root, spec, base)
 	if err != nil {
 		return res, err
 	}
@@ -146,15 +146,20 @@ func (l *local) run(ctx context.Context, spec containerSpec, wall time.Duration)
 }
 
 // localLayout makes a run's directories in root and maps the container's
-// paths to them: /work and root itself the judge's, passable but not
-// listable (as a container's /work), /tmp anyone's (as a container's), and
-// /sub the staged programs, their staging root made passable.
-func localLayout(root string, spec containerSpec) (map[string]string, error) {
+// paths to them: /work the judge's, passable but not listable (as a
+// container's /work), /tmp anyone's in the run (as a container's), and /sub
+// the staged programs. root and the staging root let the run's block of
+// judged uids (from base) pass, and no other run's: the judged of two
+// runs at once see nothing of each other, as two containers.
+func localLayout(root string, spec containerSpec, base int) (map[string]string, error) {
 	work, tmp := filepath.Join(root, "work"), filepath.Join(root, "tmp")
+	if err := passOnly(root, base, localIDs); err != nil {
+		return nil, err
+	}
 	for _, d := range []struct {
 		path string
 		mode os.FileMode
-	}{{root, 0o711}, {work, 0o711}, {tmp, 0o1777}} {
+	}{{work, 0o711}, {tmp, 0o1777}} {
 		if err := os.Mkdir(d.path, d.mode); err != nil && !os.IsExist(err) {
 			return nil, err
 		}
@@ -166,7 +171,7 @@ func localLayout(root string, spec containerSpec) (map[string]string, error) {
 	for _, m := range spec.mounts {
 		if m.Target == subDir {
 			paths[subDir] = m.Source
-			if err := os.Chmod(filepath.Dir(m.Source), 0o711); err != nil {
+			if err := passOnly(filepath.Dir(m.Source), base, localIDs); err != nil {
 				return nil, err
 			}
 		}
