@@ -300,6 +300,7 @@ func probeStall(h *harness.Harness, addr, what, id string, exchange stallExchang
 			fmt.Sprintf("%s after a stall that took %v instead of %v", a, took.Round(time.Millisecond), clientStall), why)
 		return
 	}
+	h.ExpectAnswered("a client stalling "+what+" is answered", `200 {"ack":true,…}`, why, a)
 	h.Check("a client stalling "+what+" is still served", ok, `200 {"ack":true,…}`, a.String(), why)
 }
 

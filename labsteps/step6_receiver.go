@@ -58,6 +58,7 @@ func postCopiesTogether(h *harness.Harness, rcv *harness.Receiver) (sent time.Ti
 				"CONTRACT §5 lets a receiver cut a client that stalls a second or more; on a machine this slow the probe cannot tell a cut from a lost copy")
 		}
 	}
+	h.ExpectAnswered(fmt.Sprintf("%d simultaneous POSTs are answered", copies), "an answer to each copy", whyOnce, answers...)
 	return sent, answers, answered
 }
 
@@ -246,9 +247,11 @@ func headerLimit(h *harness.Harness, rcv *harness.Receiver) {
 	h.Section("k: request headers over 16 KiB")
 	const limit = 16 << 10
 	under := headerPost(h, rcv.URL, "k-head-ok", limit-256)
+	h.ExpectAnswered("POST /orders with 16128 bytes of request line and headers is answered", "an answer", "the lab judges the answer", under)
 	h.Check("POST /orders with 16128 bytes of request line and headers: applied", under.Err == nil && under.Status == 200 && under.Ack() == "true",
 		`200 {"ack":true,…}`, under.String(), "CONTRACT §5: only headers above 16 KiB are refused; an order under the limit is an order like any other")
 	over := headerPost(h, rcv.URL, "k-head-big", limit+1024)
+	h.ExpectAnswered("POST /orders with 17408 bytes of request line and headers is answered", "an answer", "the lab judges the answer", over)
 	h.Check("POST /orders with 17408 bytes of request line and headers: 431", over.Err == nil && over.Status == http.StatusRequestHeaderFieldsTooLarge,
 		"431 Request Header Fields Too Large", over.String(),
 		"CONTRACT §5: request headers above 16 KiB are answered 431 and not processed (net/http's MaxHeaderBytes alone lets up to 4 KiB more through)")
