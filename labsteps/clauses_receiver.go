@@ -128,6 +128,9 @@ func rawPost(h *harness.Harness, base, body string) net.Conn {
 		c.SetWriteDeadline(time.Now().Add(h.WaitLimit))
 		_, err = io.WriteString(c, rawOrder(addr, body))
 	}
+	if err != nil && harness.WaitedOut(err) {
+		h.Timeout("POST /orders "+body, "the request sent within "+h.WaitLimit.String(), err.Error(), "the receiver must take it")
+	}
 	if err != nil {
 		h.Fatalf("POST /orders "+body, "the request sent", "the receiver must take it", "%v", err)
 	}
