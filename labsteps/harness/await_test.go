@@ -12,6 +12,7 @@ import (
 
 	"snacklab/labsteps/harness"
 	"snacklab/labsteps/result"
+	"snacklab/labsteps/systrace"
 )
 
 // hangingServer is a loopback HTTP server that reads each request and never
@@ -45,32 +46,47 @@ func TestEveryWaitRunsOutAsTimeout(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(bin, "queuectl"), []byte("#!/bin/sh\nexec sleep 30\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
+	// One that takes a shared lock on the file it is given and holds it.
+	if err := os.WriteFile(filepath.Join(bin, "sharer"), []byte("#!/bin/sh\nexec flock -s \"$1\" sleep 30\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	hanging := hangingServer(t)
 	never := func() bool { return false }
 	for _, tc := range []struct {
-		name string
-		wait func(h *harness.Harness)
+		name   string
+		wait   func(h *harness.Harness)
+		strace bool // needs strace
 	}{
 		{"Await", func(h *harness.Harness) {
 			h.Await("nothing happens", "something", "a test", never, nil, func() string { return "nothing" })
-		}},
-		{"FakeReceiver.WaitRequest", func(h *harness.Harness) { h.StartFakeReceiver().WaitRequest("x-1", "a test") }},
-		{"HoldServer.WaitHeld", func(h *harness.Harness) { h.StartHoldServer().WaitHeld(1, "a request is held", "a test") }},
-		{"HTTP", func(h *harness.Harness) { h.HTTP(http.MethodGet, hanging+"/stock", "") }},
-		{"HTTP POST", func(h *harness.Harness) { h.HTTP(http.MethodPost, hanging+"/orders", `{"id":"x"}`) }},
+		}, false},
+		{"FakeReceiver.WaitRequest", func(h *harness.Harness) { h.StartFakeReceiver().WaitRequest("x-1", "a test") }, false},
+		{"HoldServer.WaitHeld", func(h *harness.Harness) { h.StartHoldServer().WaitHeld(1, "a request is held", "a test") }, false},
+		{"HTTP", func(h *harness.Harness) { h.HTTP(http.MethodGet, hanging+"/stock", "") }, false},
+		{"HTTP POST", func(h *harness.Harness) { h.HTTP(http.MethodPost, hanging+"/orders", `{"id":"x"}`) }, false},
 		{"PostTogether", func(h *harness.Harness) {
 			h.ExpectAnswered("answered", "answers", "a test", h.PostTogether(hanging, "/orders", `{"id":"x"}`, 3, "")...)
-		}},
+		}, false},
 		{"Proc.WaitLine", func(h *harness.Harness) {
 			p := h.Start("q", result.LaneQueuectl, "queuectl", result.NoClock, nil)
 			p.WaitLine("q prints a line", func(harness.Line) bool { return true }, "a test")
-		}},
+		}, false},
 		{"Proc.Wait", func(h *harness.Harness) {
 			h.Start("q", result.LaneQueuectl, "queuectl", result.NoClock, nil).Wait("a test")
-		}},
+		}, false},
+		{"Traced.WaitRefused", func(h *harness.Harness) {
+			h.StartTraced("q", result.LaneQueuectl, "queuectl", result.NoClock, nil, harness.LockCalls).WaitRefused("q tries the lock", "a test")
+		}, true},
+		{"Traced.WaitRefused, a lock taken but no write lock tried", func(h *harness.Harness) {
+			h.WaitLimit = 2 * time.Second // time to take its shared lock: still running is no answer
+			h.StartTraced("q", result.LaneQueuectl, "sharer", result.NoClock, nil, harness.LockCalls, h.DB).WaitRefused("q tries the lock", "a test")
+		}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
+			if err := systrace.Available(); tc.strace && err != nil {
+				t.Skip(err)
+			}
 			l := result.Limits{Wait: 50 * time.Millisecond, Block: 50 * time.Millisecond, Drain: 300 * time.Millisecond, Step: time.Minute}
 			ctx, cancel := context.WithTimeout(context.Background(), l.Step)
 			defer cancel()
