@@ -24,16 +24,17 @@ type raceEnded struct {
 }
 
 // raceWriters starts every racer against the write lock the harness holds,
-// each with a busy timeout as long as the step's waits (waiting is what the
-// contract asks of them; how long the machine takes is not judged here),
+// each with the harness's patience as its busy timeout (waiting is what the
+// contract asks of them; how long the machine takes is not judged here: a
+// racer that gave up busy, exit 6, after waiting a wait limit for the other
+// would be a tolerated §2.busy outcome judged strictly by the race's codes),
 // releases the lock once the trace of each shows a refused attempt (so each
 // has read whatever it reads first), and returns how each ended, in order.
 func raceWriters(h *harness.Harness, now int64, racers ...racer) []raceEnded {
 	lock := h.HoldWriteLock()
-	busy := fmt.Sprint(min(h.WaitLimit.Milliseconds(), 86400000))
 	ps := make([]*harness.Traced, len(racers))
 	for i, r := range racers {
-		args := append(h.QueuectlArgs(r.verb, now, r.args...), "--busy-timeout-ms", busy)
+		args := append(h.QueuectlArgs(r.verb, now, r.args...), h.PatientBusy()...)
 		ps[i] = h.StartTraced(r.name, result.LaneQueuectl, "queuectl", now, nil, harness.LockCalls, args...)
 	}
 	why := "a writer that meets the lock waits for it (CONTRACT §2); the harness lets go only once every racer has read what it reads first"

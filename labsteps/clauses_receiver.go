@@ -128,6 +128,9 @@ func rawPost(h *harness.Harness, base, body string) net.Conn {
 		c.SetWriteDeadline(time.Now().Add(h.WaitLimit))
 		_, err = io.WriteString(c, rawOrder(addr, body))
 	}
+	if err != nil && harness.WaitedOut(err) {
+		h.Timeout("POST /orders "+body, "the request sent within "+h.WaitLimit.String(), err.Error(), "the receiver must take it")
+	}
 	if err != nil {
 		h.Fatalf("POST /orders "+body, "the request sent", "the receiver must take it", "%v", err)
 	}
@@ -300,6 +303,7 @@ func probeStall(h *harness.Harness, addr, what, id string, exchange stallExchang
 			fmt.Sprintf("%s after a stall that took %v instead of %v", a, took.Round(time.Millisecond), clientStall), why)
 		return
 	}
+	h.ExpectAnswered("a client stalling "+what+" is answered", `200 {"ack":true,…}`, why, a)
 	h.Check("a client stalling "+what+" is still served", ok, `200 {"ack":true,…}`, a.String(), why)
 }
 

@@ -139,7 +139,9 @@ func slowRuns(t *testing.T) int {
 // A correct implementation that starts 300 ms late, like one in an
 // interpreted language, passes every step while two CPU-bound processes keep
 // both cores busy: the waits come from the calibration, not from a quiet
-// machine. This is about the harness; the steps' checks are the steps'.
+// machine. On a machine loaded far past that (a shared CI runner), a step
+// may be not graded (TIMEOUT), never failed (issue #33). This is about the
+// harness; the steps' checks are the steps'.
 func TestSlowImplementationUnderLoad(t *testing.T) {
 	tier.Slow(t)
 	if testing.Short() {
@@ -156,9 +158,16 @@ func TestSlowImplementationUnderLoad(t *testing.T) {
 		wall := time.Since(t0)
 		var bad []string
 		for _, r := range results {
-			if !r.Pass {
-				bad = append(bad, r.Step.Name()+" "+string(r.Verdict()))
-				t.Errorf("run %d: step %d %s against the slow reference:\n%s", i+1, r.Step.Num, r.Verdict(), r.Detail())
+			switch v := r.Verdict(); v {
+			case result.Pass:
+			case result.Timeout:
+				// Not graded: a wait ran out on a machine loaded past
+				// what the limits were derived for. Never a grade.
+				bad = append(bad, r.Step.Name()+" "+string(v))
+				t.Logf("run %d: step %d %s against the slow reference (not graded):\n%s", i+1, r.Step.Num, v, r.Detail())
+			default:
+				bad = append(bad, r.Step.Name()+" "+string(v))
+				t.Errorf("run %d: step %d %s against the slow reference:\n%s", i+1, r.Step.Num, v, r.Detail())
 			}
 		}
 		if len(bad) > 0 {

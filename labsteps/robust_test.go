@@ -22,8 +22,9 @@ import (
 // which interpreter to run through command substitutions, each of which
 // writes to a pipe of the shim's own, does some more shell work (forks), and
 // then execs the interpreter with the script. Here the "interpreter" runs
-// the program named on the script's second line. Every command line it runs
-// is appended to $SNACKSHIM_LOG.
+// the program named on the script's second line, after the delay in seconds
+// on its third (an interpreter's own start). Every command line it runs is
+// appended to $SNACKSHIM_LOG.
 const shimSource = `#!/bin/sh
 set -e
 self=$(readlink -f "$0")
@@ -35,11 +36,18 @@ while [ "$i" -lt 10 ]; do i=$(expr "$i" + 1); done
 script=$1
 shift
 target=$(sed -n 2p "$script")
+delay=$(sed -n 3p "$script")
+if [ -n "$delay" ]; then sleep "$delay"; fi
 if [ -n "$SNACKSHIM_LOG" ]; then
 	printf '%s %s\n' "$(basename "$script")" "$*" >>"$SNACKSHIM_LOG"
 fi
 exec "$target" "$@"
 `
+
+// shimStart is how much later than the reference each program starts
+// through the shim, beside the shim's own forks: 100 to 400 ms, an
+// interpreter's start (issue #33).
+var shimStart = map[string]string{"queuectl": "0.1", "sender": "0.4", "receiver": "0.25"}
 
 // shimBin writes a bin directory whose programs start with
 // "#!/usr/bin/env snackshim", and a directory holding the shim, which the
@@ -51,7 +59,7 @@ func shimBin(t *testing.T, bin string) (progs, shims string) {
 		t.Fatal(err)
 	}
 	for _, p := range labsteps.Programs {
-		script := "#!/usr/bin/env snackshim\n" + filepath.Join(bin, p) + "\n"
+		script := "#!/usr/bin/env snackshim\n" + filepath.Join(bin, p) + "\n" + shimStart[p] + "\n"
 		if err := os.WriteFile(filepath.Join(progs, p), []byte(script), 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -61,11 +69,14 @@ func shimBin(t *testing.T, bin string) (progs, shims string) {
 
 // A correct implementation launched through "#!/usr/bin/env NAME", where
 // NAME on PATH is a version manager's shim whose command substitutions write
-// to pipes of its own (and which starts slowly: it forks a dozen times before
-// the program runs), passes all eight steps: its output is the pipe the lab
-// gave it, whichever process of the traced tree writes it. And every sender
-// the steps run without judging its timeout (all of steps 2, 7 and 8) was
-// given a --timeout-ms no slow machine can run out within the step.
+// to pipes of its own (and which starts slowly: it forks a dozen times and
+// then waits 100 to 400 ms, an interpreter's start, before the program
+// runs), beside two CPU-bound processes, passes every step or is not graded
+// (a wait ran out on the loaded machine) — never failed (issue #33): its
+// output is the pipe the lab gave it, whichever process of the traced tree
+// writes it. And every sender the steps run without judging its timeout
+// (all of steps 2, 7 and 8) was given a --timeout-ms no slow machine can
+// run out within the step.
 func TestShimmedImplementationPasses(t *testing.T) {
 	tier.Slow(t)
 	if testing.Short() {
@@ -78,11 +89,23 @@ func TestShimmedImplementationPasses(t *testing.T) {
 	log := filepath.Join(t.TempDir(), "shim.log")
 	t.Setenv("PATH", shims+string(os.PathListSeparator)+os.Getenv("PATH"))
 	t.Setenv("SNACKSHIM_LOG", log)
+	busyLoops(t, 2)
 	c := labsteps.Config{Bin: progs, WorkRoot: t.TempDir()}
+	verdicts := map[result.Verdict]int{}
 	for _, r := range labsteps.RunSteps(context.Background(), c, labsteps.Steps(), nil) {
-		if !r.Pass {
-			t.Errorf("step %d %s through the shim:\n%s", r.Step.Num, r.Verdict(), r.Detail())
+		v := r.Verdict()
+		verdicts[v]++
+		switch {
+		case v == result.Pass:
+		case v == result.Timeout || v == result.Interrupted:
+			t.Logf("step %d %s through the shim (not graded, allowed on a loaded machine):\n%s", r.Step.Num, v, r.Detail())
+		default:
+			t.Errorf("step %d %s through the shim:\n%s", r.Step.Num, v, r.Detail())
 		}
+	}
+	t.Logf("verdicts through the shim beside two busy loops: %v", verdicts)
+	if verdicts[result.Pass] == 0 {
+		t.Errorf("no step passed through the shim (%v): the test judged nothing", verdicts)
 	}
 	senders := 0
 	for _, line := range readLines(t, log) {

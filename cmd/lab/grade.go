@@ -44,7 +44,8 @@ Writes, in --out DIR:
   DIR/shard.json         which slice of which cohort (for lab merge)
 
 An existing DIR keeps its other submissions: grading one again replaces only
-its own results and row (lab tables --out DIR rebuilds the tables alone).
+its own results and row (lab tables --out DIR rebuilds the tables alone);
+--not-graded DIR grades again only the rows DIR records as not graded.
 results.json has one test per part of each step (6.c: step 6's part c; the
 parts are the letters lab run prints), the step's points split among them; a
 part that fails or is flaky scores 0.
@@ -60,7 +61,7 @@ flags:
 
 type gradeOptions struct {
 	out, points, shard, gocache, isolate  string
-	visibility                            string
+	visibility, notGraded                 string
 	tables                                grade.TableOptions
 	runs, jobs, parallel, shards, retries int
 	timeout, buildTimeout, wall           time.Duration
@@ -80,6 +81,7 @@ func newGradeFlags(o *gradeOptions) *flag.FlagSet {
 	cliflag.IntVar(fs, &o.runs, "n", 1, "run each submission this many times; a step that passes in some runs and fails in others is flaky and scores 0")
 	cliflag.IntVar(fs, &o.jobs, "jobs", runtime.NumCPU(), "submissions graded at once")
 	cliflag.IntVar(fs, &o.parallel, "parallel", 0, "steps of one submission run at once (default: all)")
+	fs.StringVar(&o.notGraded, "not-graded", "", "grade again, into `DIR` (a cohort's --out), only the submissions it records as not graded, from the paths they were graded from; give no SUBMISSION")
 	cliflag.IntVar(fs, &o.retries, "retries", 2, "times a step that was not judged (a limit the grader set ran out, the grader erred) runs again, alone, after a pause, before the submission is reported not graded")
 	fs.DurationVar(&o.timeout, "timeout", 0, "time limit of one step (default: derived, as lab run derives it, from the calibration of the submission's programs and the machine's load: at least 60s, more on a loaded grader)")
 	fs.DurationVar(&o.buildTimeout, "build-timeout", 0, "time limit of one submission's go build (default: 5m scaled by the machine's load per core when the build starts, up to 50m; a build the grader kills at its own limit is not graded, never a 0)")
@@ -115,6 +117,11 @@ func runGrade(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	if err != nil {
 		return usageErr{fmt.Sprintf("grade: %v. Try: lab grade -h", err)}
+	}
+	if o.notGraded != "" {
+		if paths, err = notGradedPaths(fs, &o, paths, stdout); err != nil || len(paths) == 0 {
+			return err
+		}
 	}
 	if len(paths) == 0 {
 		return usageErr{"grade: no submissions. Try: lab grade --out grades cohort/*"}
@@ -167,6 +174,31 @@ func runGrade(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return usageErr{fmt.Sprintf("grade: %d submission(s) not graded, recorded with 0 points: %s", n, strings.Join(names, ", "))}
 	}
 	return nil
+}
+
+// notGradedPaths is what --not-graded DIR grades: the submissions DIR
+// records as not graded, into DIR itself (--out, when given, must name it),
+// with no SUBMISSION given besides. None: it says so, and nothing is graded.
+func notGradedPaths(fs *flag.FlagSet, o *gradeOptions, paths []string, stdout io.Writer) ([]string, error) {
+	outSet := false
+	fs.Visit(func(f *flag.Flag) { outSet = outSet || f.Name == "out" })
+	switch {
+	case len(paths) > 0:
+		return nil, usageErr{"grade: --not-graded takes the submissions from DIR's records: give no SUBMISSION. Try: lab grade --not-graded grades"}
+	case outSet && filepath.Clean(o.out) != filepath.Clean(o.notGraded):
+		return nil, usageErr{fmt.Sprintf("grade: --not-graded %s writes into %s itself, not --out %s", o.notGraded, o.notGraded, o.out)}
+	}
+	o.out = o.notGraded
+	srcs, err := grade.NotGradedSources(o.notGraded)
+	if err != nil {
+		return nil, usageErr{"grade: --not-graded: " + err.Error()}
+	}
+	if len(srcs) == 0 {
+		fmt.Fprintf(stdout, "lab grade: %s records no submission as not graded: nothing to grade again\n", o.notGraded)
+		return nil, nil
+	}
+	fmt.Fprintf(stdout, "lab grade: grading again the %d submission(s) %s records as not graded\n", len(srcs), o.notGraded)
+	return srcs, nil
 }
 
 // gradeConfig checks the flags of lab grade and makes the grading's

@@ -48,6 +48,9 @@ func TestGradeUsageErrors(t *testing.T) {
 		{"weight of a part not graded", []string{"grade", "--points", "1=10,6.c=2", "x"}, "part 6.c of a step that is not graded"},
 		{"tables without out", []string{"tables"}, "lab: tables: want --out DIR and nothing else"},
 		{"merge not a shard", []string{"merge", "--out", filepath.Join(t.TempDir(), "m"), bin}, "is not the output of lab grade"},
+		{"not graded with submissions", []string{"grade", "--not-graded", t.TempDir(), "x"}, "give no SUBMISSION"},
+		{"not graded into another out", []string{"grade", "--not-graded", t.TempDir(), "--out", t.TempDir()}, "writes into"},
+		{"not graded of no cohort", []string{"grade", "--not-graded", filepath.Join(t.TempDir(), "none")}, "--not-graded: read the cohort's results"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := lab(t, tc.args...)

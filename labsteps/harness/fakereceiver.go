@@ -89,29 +89,36 @@ func (f *FakeReceiver) MovedHits() []FakeRequest {
 	return out
 }
 
-// WaitRequest waits until a request for id has arrived and returns it.
+// WaitRequest waits until a request for id has arrived and returns it;
+// when none comes within WaitLimit the step ends as TIMEOUT (Await): the
+// sender may not have got there on a slow machine.
 func (f *FakeReceiver) WaitRequest(id, why string) FakeRequest {
-	timer := time.NewTimer(f.h.WaitLimit)
-	defer timer.Stop()
-	for {
-		f.mu.Lock()
-		ch := f.notify
-		for _, r := range f.reqs {
-			if r.ID == id {
-				f.mu.Unlock()
-				return r
+	var found FakeRequest
+	f.h.Await("the lab's fake receiver gets a POST for "+id, "a request carrying id "+id, why,
+		func() bool {
+			rs := f.RequestsFor(id)
+			if len(rs) > 0 {
+				found = rs[0]
 			}
-		}
-		f.mu.Unlock()
-		select {
-		case <-ch:
-			continue
-		case <-timer.C:
-		case <-f.h.ctx.Done():
-		}
-		f.h.Check("the lab's fake receiver gets a POST for "+id, false, "a request carrying id "+id,
-			fmt.Sprintf("none within %s; requests so far: %s", f.h.WaitLimit, ShowRequests(f.Requests())), why)
-	}
+			return len(rs) > 0
+		}, f.changed,
+		func() string {
+			return fmt.Sprintf("none within %s; requests so far: %s", f.h.WaitLimit, ShowRequests(f.Requests()))
+		})
+	return found
+}
+
+// Arrives waits, as WaitRequest does, for a request for id and reports
+// whether one came, judging nothing.
+func (f *FakeReceiver) Arrives(id string) bool {
+	return f.h.Until(func() bool { return len(f.RequestsFor(id)) > 0 }, f.changed)
+}
+
+// changed is closed at the next request.
+func (f *FakeReceiver) changed() <-chan struct{} {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.notify
 }
 
 // ShowRequests lists requests for a message: "none", or each one.

@@ -86,25 +86,23 @@ func (s *HoldServer) bump() {
 	s.changed = make(chan struct{})
 }
 
-// WaitHeld waits until n answers are being held, failing the step otherwise.
+// WaitHeld waits until n answers are being held; when they are not within
+// WaitLimit the step ends as TIMEOUT (Await): the senders may not have got
+// there on a slow machine.
 func (s *HoldServer) WaitHeld(n int, what, why string) {
-	timer := time.NewTimer(s.h.WaitLimit)
-	defer timer.Stop()
-	for {
+	held := func() int {
 		s.mu.Lock()
-		held, ch := s.held, s.changed
-		s.mu.Unlock()
-		if held >= n {
-			return
-		}
-		select {
-		case <-ch:
-		case <-timer.C:
-			s.h.Check(what, false, fmt.Sprintf("%d request(s) at the holding server", n), fmt.Sprintf("%d after %v", held, s.h.WaitLimit), why)
-		case <-s.h.ctx.Done():
-			s.h.Check(what, false, fmt.Sprintf("%d request(s) at the holding server", n), "the step's time ran out", why)
-		}
+		defer s.mu.Unlock()
+		return s.held
 	}
+	s.h.Await(what, fmt.Sprintf("%d request(s) at the holding server", n), why,
+		func() bool { return held() >= n },
+		func() <-chan struct{} {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			return s.changed
+		},
+		func() string { return fmt.Sprintf("%d within %v", held(), s.h.WaitLimit) })
 }
 
 // Release answers every held request, and every later one at once.

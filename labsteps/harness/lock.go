@@ -39,11 +39,17 @@ func (h *Harness) HoldWriteLock() *WriteLock {
 	hand, err := h.openSQL(h.ctx, queueDSN(h.DB))
 	if err != nil {
 		f.Close()
+		if WaitedOut(err) {
+			h.Timeout("the harness opens the queue file", "open", err.Error(), why)
+		}
 		h.Fatalf("the harness opens the queue file", "open", why, "%v", err)
 	}
 	if err := hand.Exec(h.ctx, "BEGIN IMMEDIATE"); err != nil {
 		hand.Close()
 		f.Close()
+		if WaitedOut(err) {
+			h.Timeout("the harness takes the write lock (BEGIN IMMEDIATE)", "the lock", err.Error(), why)
+		}
 		h.Fatalf("the harness takes the write lock (BEGIN IMMEDIATE)", "the lock", why, "%v", err)
 	}
 	h.Action("BEGIN IMMEDIATE: the harness holds the queue's write lock", result.NoClock)

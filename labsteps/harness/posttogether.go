@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"snacklab/labsteps/result"
@@ -47,8 +48,11 @@ func (h *Harness) PostTogether(url, path, body string, n int, lockPath string) [
 		if lock != nil {
 			lock.Release()
 		}
-		h.Fatalf(fmt.Sprintf("open %d connections to %s", n, addr), "every connection accepted",
-			"the receiver must take many requests at once", "connection %d: %v", i+1, err)
+		what, why := fmt.Sprintf("open %d connections to %s", n, addr), "the receiver must take many requests at once"
+		if WaitedOut(err) {
+			h.Timeout(what, "every connection accepted within "+h.WaitLimit.String(), fmt.Sprintf("connection %d: %v", i+1, err), why)
+		}
+		h.Fatalf(what, "every connection accepted", why, "connection %d: %v", i+1, err)
 	}
 	h.Action(fmt.Sprintf("%d connections each hold a POST %s %s but its last byte; now all last bytes at once", n, path, body), result.NoClock)
 	answers := h.sendLastBytes(t, body[len(body)-1:])
@@ -131,6 +135,7 @@ func (h *Harness) sendLastBytes(t *together, last string) []HTTPAnswer {
 func (h *Harness) readAnswersTogether(t *together, answers []HTTPAnswer) {
 	n := len(t.conns)
 	done := make(chan struct{}, n)
+	var cut atomic.Bool // set before the lab closes what it stopped waiting for
 	for i, c := range t.conns {
 		c.SetDeadline(time.Time{})
 		go func() {
@@ -139,12 +144,18 @@ func (h *Harness) readAnswersTogether(t *together, answers []HTTPAnswer) {
 				return
 			}
 			resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+			if err != nil && cut.Load() {
+				err = fmt.Errorf("%w: %w", ErrWaitedOut, err)
+			}
 			if err != nil {
 				answers[i] = HTTPAnswer{Err: err, Held: t.held[i]}
 				return
 			}
 			defer resp.Body.Close()
 			b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+			if err != nil && cut.Load() {
+				err = fmt.Errorf("%w: %w", ErrWaitedOut, err)
+			}
 			answers[i] = HTTPAnswer{Status: resp.StatusCode, Body: strings.TrimSpace(string(b)), Err: err, Held: t.held[i]}
 		}()
 	}
@@ -159,7 +170,8 @@ func (h *Harness) readAnswersTogether(t *together, answers []HTTPAnswer) {
 		case <-timer.C:
 		case <-h.ctx.Done():
 		}
-		t.closeAll() // no answer for WaitLimit: the rest fail with a closed connection
+		cut.Store(true)
+		t.closeAll() // no answer for WaitLimit: the rest fail with a closed connection, as waited out
 		for ; got < n; got++ {
 			<-done
 		}

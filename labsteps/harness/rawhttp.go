@@ -53,7 +53,9 @@ func (a HTTPAnswer) Member(key string) string {
 	return b.String()
 }
 
-// HTTP sends one request and returns the answer, judging nothing.
+// HTTP sends one request and returns the answer, judging nothing but
+// the wait: an answer that did not come within WaitLimit ends the step as
+// TIMEOUT (ExpectAnswered).
 func (h *Harness) HTTP(method, url, body string) HTTPAnswer {
 	ctx, cancel := context.WithTimeout(h.ctx, h.WaitLimit)
 	defer cancel()
@@ -73,13 +75,18 @@ func (h *Harness) HTTP(method, url, body string) HTTPAnswer {
 	} else {
 		resp, err = judgeClient.Do(req) // a POST /orders counts once per request: never sent twice
 	}
+	var a HTTPAnswer
 	if err != nil {
 		h.Narrate("%s %s %s → %v", method, url, body, err)
-		return HTTPAnswer{Err: err}
+		a = HTTPAnswer{Err: err}
+	} else {
+		defer resp.Body.Close()
+		b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		a = HTTPAnswer{Status: resp.StatusCode, Body: strings.TrimSpace(string(b)), Err: err}
+		h.Narrate("%s %s %s → %s", method, url, body, a)
 	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	a := HTTPAnswer{Status: resp.StatusCode, Body: strings.TrimSpace(string(b)), Err: err}
-	h.Narrate("%s %s %s → %s", method, url, body, a)
+	// No caller judges an answer the lab stopped waiting for.
+	h.ExpectAnswered(method+" "+url+" is answered", "an answer within "+h.WaitLimit.String(),
+		"the lab judges the receiver by its answers: one that did not come within the lab's wait, on a busy machine, cannot be judged", a)
 	return a
 }

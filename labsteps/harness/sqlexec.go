@@ -14,6 +14,9 @@ import (
 // jobs keyed by its column id.
 func (h *Harness) BreakQueue(what, script string) {
 	err := h.execSQL(SQLiteDSN(h.DB, 5000), script)
+	if err != nil && WaitedOut(err) {
+		h.Timeout("the harness edits the queue file: "+what, "the edit is made within "+SQLHelperLimit.String(), err.Error(), "the step checks the edit next")
+	}
 	if err != nil {
 		h.Fatalf("the harness edits the queue file: "+what, "the edit is made", "the step checks that `queuectl check` finds it (CONTRACT §2: graders may rely on the table jobs keyed by its column id)", "%v", err)
 	}
