@@ -114,21 +114,9 @@ func (g *grader) retryUnjudged(ctx context.Context, name, bin, logRoot string, s
 // retryPause is the pause before the first retry; the n-th waits n times it.
 const retryPause = 3 * time.Second
 
-// unjudged says some run of a step left a part not judged that a retry
-// may judge: the grader erred, or a wait ran out on a machine loaded
-// enough that the step's limits were scaled up for it. A wait that ran out
-// on a quiet machine, with the limits it gives, is a program that does
-// not end: running it again, alone, would only cost the cohort its limit
-// twice more.
+// unjudged says some run of a step is result.Retryable.
 func unjudged(runs []result.Result) bool {
-	for _, r := range runs {
-		for _, p := range r.PartOutcomes() {
-			if !p.Pass && !p.Verdict.Judged() && (p.Verdict != result.Timeout || r.Limits.Scale > 1) {
-				return true
-			}
-		}
-	}
-	return false
+	return slices.ContainsFunc(runs, result.Result.Retryable)
 }
 
 // notJudged is the verdict of a step the grader could not run: interrupted

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"snacklab/internal/crash"
 	"snacklab/labsteps"
@@ -62,10 +63,39 @@ func grade(ctx context.Context, cfg SelftestConfig, out *Outcome, bin, dir strin
 			out.Error = ctx.Err().Error()
 			return
 		}
-		runs = append(runs, labsteps.RunSteps(ctx, lab, steps, nil))
+		runs = append(runs, retryUnjudged(ctx, lab, steps, labsteps.RunSteps(ctx, lab, steps, nil)))
 	}
 	judge(out, runs)
 }
+
+// retryUnjudged runs again, alone and after a pause, each step of rs that
+// was not judged where a retry may judge it (result.Retryable), up to
+// selftestRetries times, as `lab grade --retries` does: a selftest beside
+// other work (CI runs it alongside the slow tests) must not report the
+// machine's load as a variant that failed or a mutant let through.
+func retryUnjudged(ctx context.Context, lab labsteps.Config, steps []labsteps.Step, rs []result.Result) []result.Result {
+	for attempt := 1; attempt <= selftestRetries; attempt++ {
+		for i, r := range rs {
+			if ctx.Err() != nil || !r.Retryable() {
+				continue
+			}
+			select {
+			case <-time.After(time.Duration(attempt) * retryPause):
+			case <-ctx.Done():
+				return rs
+			}
+			rs[i] = labsteps.RunSteps(ctx, lab, steps[i:i+1], nil)[0]
+		}
+	}
+	return rs
+}
+
+// How often, and after what pause (times the attempt), a step not judged
+// runs again.
+const (
+	selftestRetries = 2
+	retryPause      = 3 * time.Second
+)
 
 // judge fills out's rows, counts and verdict from the lab runs.
 func judge(out *Outcome, runs [][]result.Result) {

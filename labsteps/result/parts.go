@@ -127,3 +127,18 @@ func (r Result) FailedParts() []string {
 	}
 	return out
 }
+
+// Retryable says some part of the step was not judged and running the step
+// again, alone, may judge it: the lab erred, or a wait ran out on a machine
+// loaded enough that the step's limits were scaled up for it. A wait that
+// ran out on a quiet machine, with the limits it gives, is a program that
+// does not end: running it again would only cost its limit twice more.
+// `lab grade --retries` and the selftest retry exactly these steps.
+func (r Result) Retryable() bool {
+	for _, p := range r.PartOutcomes() {
+		if !p.Pass && !p.Verdict.Judged() && (p.Verdict != Timeout || r.Limits.Scale > 1) {
+			return true
+		}
+	}
+	return false
+}
