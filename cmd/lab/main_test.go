@@ -103,13 +103,25 @@ func TestFailureSaysExpectedObservedWhyAndLogs(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(broken, "queuectl"), []byte("#!/bin/sh\necho 'queuectl: not written yet' >&2\nexit 1\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	r := lab(t, "run", "--bin", broken, "--work", t.TempDir(), "1")
-	if r.code != 1 {
-		t.Fatalf("exit %d, want 1; stdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
-	}
-	for _, want := range []string{"FAIL  1 retry", "expected: exit 0", "observed: exit 1 (stderr: queuectl: not written yet)", "why:", "logs:", "0/1 steps passed"} {
-		if !strings.Contains(r.stdout, want) {
-			t.Errorf("stdout lacks %q:\n%s", want, r.stdout)
+	for _, tc := range []struct {
+		flags []string
+		want  []string
+	}{
+		// The summary: the step's marks, the score, and what blocks its
+		// parts (queuectl's verbs do not succeed) once, with its replay.
+		{nil, []string{"✗ 1 retry", "score: 0 of 12.5 points", "blocked by: `queuectl ", "expected exit 0, observed exit 1 (stderr: queuectl: not written yet)",
+			"replay:   " + filepath.Join(bin, "lab") + " run --bin " + broken + " -v 1", "0/1 steps passed"}},
+		// -v: today's story, every failure in full.
+		{[]string{"-v"}, []string{"FAIL  1 retry", "expected: exit 0", "observed: exit 1 (stderr: queuectl: not written yet)", "why:", "logs:", "0/1 steps passed"}},
+	} {
+		r := lab(t, append([]string{"run", "--bin", broken, "--work", t.TempDir(), "1"}, tc.flags...)...)
+		if r.code != 1 {
+			t.Fatalf("exit %d, want 1; stdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+		}
+		for _, want := range tc.want {
+			if !strings.Contains(r.stdout, want) {
+				t.Errorf("lab run %v: stdout lacks %q:\n%s", tc.flags, want, r.stdout)
+			}
 		}
 	}
 }
@@ -119,7 +131,7 @@ func TestReportsAndTimelineInChromium(t *testing.T) {
 	dir := t.TempDir()
 	html, results, junit := filepath.Join(dir, "report.html"), filepath.Join(dir, "results.json"), filepath.Join(dir, "junit.xml")
 	r := lab(t, "8", "--results", results, "--junit", junit, "--html", html) // --bin defaults to the lab's own dir
-	if r.code != 0 || !strings.Contains(r.stdout, "PASS  8 crash") || !strings.Contains(r.stdout, "1/1 steps passed") {
+	if r.code != 0 || !strings.Contains(r.stdout, "✓ 8 crash") || !strings.Contains(r.stdout, "1/1 steps passed") {
 		t.Fatalf("lab 8: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
 	var gs struct {
