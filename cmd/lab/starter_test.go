@@ -64,6 +64,11 @@ func TestStarter(t *testing.T) {
 	if n := len(regexp.MustCompile(`(?m)^✗ \d [a-z-]+ +\d+\.\d+s`).FindAllString(text, -1)); n != 8 || !strings.Contains(text, "0/8 steps passed") {
 		t.Fatalf("want 8 failed steps (%d ✗ lines):\n%s", n, text)
 	}
+	// The parts the starter passes before any TODO is written carry no
+	// points (report.DefaultWeights).
+	if !strings.Contains(text, "score: 0 of 100 points") {
+		t.Errorf("the starter scores more than 0:\n%s", text)
+	}
 	first := regexp.MustCompile(`(?m)^blocked by: .*$`).FindString(text)
 	if !regexp.MustCompile(`^blocked by: \w+ is not implemented \((queue/queue|sender/sender|receiver/receiver)\.go\) — step \d [a-z]`).MatchString(first) {
 		t.Errorf("the first blocker is %q, want what is not implemented and the step and part it was first seen in:\n%s", first, text)

@@ -299,11 +299,13 @@ func (s Summary) Write(w io.Writer, replay func(step int) string) {
 			fmt.Fprintln(w, "progress: as many parts pass as in your last run")
 		}
 	}
+	if len(s.Blockers) > 0 {
+		fmt.Fprintln(w)
+	}
 	for _, b := range s.Blockers {
-		fmt.Fprintf(w, "\nblocked by: %s — step %s\n", b.Label, b.First)
+		fmt.Fprintf(w, "blocked by: %s — step %s\n", b.Label, b.First)
 		fmt.Fprintf(w, "  %s\n", b.Check.Cause())
-		fmt.Fprintf(w, "  blocks %d part(s): %s\n", len(b.Parts), compactParts(b.Parts))
-		fmt.Fprintf(w, "  replay:   %s\n", replay(stepOf(b.Parts[0])))
+		fmt.Fprintf(w, "  blocks %d part(s): %s; replay: %s\n", len(b.Parts), compactParts(b.Parts), replay(stepOf(b.Parts[0])))
 	}
 	if len(s.Failures) > 0 {
 		fmt.Fprintf(w, "\n%d other failure(s):\n", len(s.Failures))
@@ -334,10 +336,11 @@ func (s Summary) Write(w io.Writer, replay func(step int) string) {
 				}
 			}
 		}
-		fmt.Fprintf(w, "    replay:   %s\n", replay(f.Step.Num))
+		logs := ""
 		if f.LogDir != "" {
-			fmt.Fprintf(w, "    logs:     %s\n", f.LogDir)
+			logs = "  (logs: " + f.LogDir + ")"
 		}
+		fmt.Fprintf(w, "    replay:   %s%s\n", replay(f.Step.Num), logs)
 	}
 }
 
