@@ -59,7 +59,9 @@ func BlockerOf(c result.Check) (key, label string, strong, ok bool) {
 	if c.OK {
 		return "", "", false, false
 	}
-	text := c.Observed + "\n" + c.What
+	// Where a step quotes what the program said: its observation, and
+	// sometimes the check's why ("… (the sender: exit 1 (stderr: …))").
+	text := c.Observed + "\n" + c.What + "\n" + c.Why
 	if m := notImplemented.FindStringSubmatch(text); m != nil {
 		key = fmt.Sprintf("%s (%s)", m[2], m[1])
 		return key, fmt.Sprintf("%s is not implemented (%s)", m[2], m[1]), true, true
