@@ -203,6 +203,40 @@ func TestReportsAndTimelineInChromium(t *testing.T) {
 	if p := os.Getenv("SNACKLAB_SCREENSHOT"); p != "" {
 		os.WriteFile(p, shot, 0o644)
 	}
+	// Read in ten seconds at a desk and on a phone: the score first, a short
+	// title, and nothing wider than the page at 400 px but the timelines'
+	// own scrolling boxes.
+	type lead struct {
+		Title    string  `json:"title"`
+		Score    string  `json:"score"`
+		ScoreTop float64 `json:"scoreTop"`
+		StepsTop float64 `json:"stepsTop"`
+		Overflow float64 `json:"overflow"`
+	}
+	for _, width := range []int64{1280, 400} {
+		if err := chromedp.Do(ctx, chromedp.EmulateViewport(width, 900)); err != nil {
+			t.Fatalf("chromium: %d px: %v", width, err)
+		}
+		got, err := chromedp.Run(ctx, chromedp.Evaluate[lead](`(() => ({
+			title: document.querySelector('h1').textContent,
+			score: document.querySelector('#score').textContent,
+			scoreTop: document.querySelector('#score').getBoundingClientRect().top,
+			stepsTop: document.querySelector('#steps').getBoundingClientRect().top,
+			overflow: document.documentElement.scrollWidth - document.documentElement.clientWidth,
+		}))()`))
+		if err != nil {
+			t.Fatalf("chromium: %d px: %v", width, err)
+		}
+		if got.Title != "snacklab lab report" || !strings.HasPrefix(got.Score, "12.5 of 12.5 points") || got.ScoreTop > got.StepsTop || got.Overflow > 0 {
+			t.Errorf("%d px: title %q, score %q at %.0f (the steps at %.0f), %.0f px wider than the page; want the short title, 12.5 of 12.5 points first, nothing wider",
+				width, got.Title, got.Score, got.ScoreTop, got.StepsTop, got.Overflow)
+		}
+		if dir := os.Getenv("SNACKLAB_SCREENSHOT_DIR"); dir != "" {
+			if shot, err := chromedp.Run(ctx, chromedp.FullScreenshot(100)); err == nil {
+				os.WriteFile(filepath.Join(dir, fmt.Sprintf("report-%d.png", width)), shot, 0o644)
+			}
+		}
+	}
 	if page.Verdict != "PASS" || page.Timelines != 3 || page.Marks < 30 || page.Crosses < 2 || page.Width < 600 {
 		t.Errorf("rendered report: verdict %q, %d timelines (want 3) %v, %d marks, %d crosses, width %.0f",
 			page.Verdict, page.Timelines, page.Sections, page.Marks, page.Crosses, page.Width)
