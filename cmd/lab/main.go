@@ -213,7 +213,11 @@ func runSteps(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if o.repeat < 1 {
 		return usageErr{"--repeat must be at least 1. Try: lab run --repeat 200"}
 	}
-	if err := checkOutputs(map[string]string{"results": o.results, "junit": o.junit, "html": o.html, "json": o.jsonOut}); err != nil {
+	outs := map[string]string{"results": o.results, "junit": o.junit, "html": o.html, "json": o.jsonOut}
+	if o.last != "none" {
+		outs["last"] = o.last
+	}
+	if err := checkOutputs(outs); err != nil {
 		return err
 	}
 	if o.bin, err = resolveBin(o.bin); err != nil {
@@ -223,12 +227,15 @@ func runSteps(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if cfg.Judged, err = judgedOf(o); err != nil {
 		return err
 	}
+	lastPath, last, err := readLast(o, stderr)
+	if err != nil {
+		return err
+	}
 	cal := calibrate(ctx, cfg, stdout)
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
 	cfg.Calibration = &cal
-	lastPath, last := readLast(o, stderr)
 
 	results, took, walls, failedRuns := runRepeated(ctx, o, cfg, steps, last, stdout)
 	if o.repeat > 1 {

@@ -22,30 +22,38 @@ const lastName = "last-results.json"
 
 // readLast is where the last run's results are kept (--last, or
 // lastName in the --bin dir; "" for none) and those results (nil when there
-// are none yet). A file given with --last that cannot be read is said on
-// stderr; the run goes on without progress.
-func readLast(o options, stderr io.Writer) (string, []result.Result) {
+// are none yet). A file given with --last that holds something else (a
+// Gradescope results.json given by mistake) is refused before anything
+// runs, rather than replaced; the default file, the lab's own, is said on
+// stderr and replaced.
+func readLast(o options, stderr io.Writer) (string, []result.Result, error) {
 	path := o.last
 	switch path {
 	case "none":
-		return "", nil
+		return "", nil, nil
 	case "":
 		path = filepath.Join(o.bin, lastName)
 	}
 	f, err := os.Open(path)
 	if err != nil {
 		if o.last != "" && !errors.Is(err, fs.ErrNotExist) {
-			fmt.Fprintf(stderr, "lab: --last %s: %v (no progress shown)\n", path, err)
+			return "", nil, usageErr{fmt.Sprintf("--last %s: %v. Nothing was run", path, err)}
 		}
-		return path, nil
+		return path, nil, nil
 	}
 	defer f.Close()
 	rs, err := result.Decode(f)
 	if err != nil {
+		if o.last != "" {
+			if fi, serr := f.Stat(); serr != nil || fi.Size() > 0 {
+				return "", nil, usageErr{fmt.Sprintf("--last %s: not the lab's results (%v); give the file a run wrote with --last, or --last none. Nothing was run", path, err)}
+			}
+			return path, nil, nil
+		}
 		fmt.Fprintf(stderr, "lab: %s: %v (no progress shown; it is replaced by this run's results)\n", path, err)
-		return path, nil
+		return path, nil, nil
 	}
-	return path, rs
+	return path, rs, nil
 }
 
 // saveLast replaces the results at path with this run's, keeping the last
