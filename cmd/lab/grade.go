@@ -75,7 +75,7 @@ func newGradeFlags(o *gradeOptions) *flag.FlagSet {
 	fs := flag.NewFlagSet("lab grade", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.StringVar(&o.out, "out", "grades", "output `dir`")
-	fs.StringVar(&o.points, "points", "", "points per step: `1=10,2=10,…` (steps not listed are not run) or a file of such pairs, which may also weight parts (6.c=2) and set visibility (6.n=hidden, *=after_due_date) (default: all 8 steps, 12.5 each; docs/grading.md)")
+	fs.StringVar(&o.points, "points", "", "points per step: `1=10,2=10,…` (steps not listed are not run) or a file of such pairs, which may also weight parts (6.c=2) and set visibility (6.n=hidden, *=after_due_date) (default: all 8 steps, 12.5 each, split among their parts by the default weights of docs/grading.md)")
 	fs.StringVar(&o.visibility, "visibility", "", "Gradescope visibility: `visible`, hidden, after_due_date or after_published for everything, or KEY=VALUE pairs for a step or part (*=after_due_date,6.n=hidden)")
 	tableFlags(fs, &o.tables)
 	cliflag.IntVar(fs, &o.runs, "n", 1, "run each submission this many times; a step that passes in some runs and fails in others is flaky and scores 0")

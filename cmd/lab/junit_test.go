@@ -21,7 +21,7 @@ func TestJUnitFilesValidate(t *testing.T) {
 		t.Fatalf("lab grade: exit %d, want 2 (one submission missing)\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	run := filepath.Join(root, "run.xml")
-	if r := lab(t, "retry", "--junit", run); r.code != 0 || !strings.Contains(r.stdout, "PASS  1 retry") {
+	if r := lab(t, "retry", "--junit", run); r.code != 0 || !strings.Contains(r.stdout, "✓ 1 retry") {
 		t.Fatalf("lab run retry (step 1 by its name): exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	for _, f := range []string{filepath.Join(out, "ann", "junit.xml"), filepath.Join(out, "missing", "junit.xml"), run} {

@@ -20,6 +20,7 @@ import (
 	"snacklab/internal/isolate"
 	"snacklab/labsteps"
 	"snacklab/labsteps/harness"
+	"snacklab/labsteps/report"
 	"snacklab/labsteps/result"
 )
 
@@ -150,7 +151,7 @@ func printUsage(w io.Writer) {
 
 type options struct {
 	bin, results, junit, html, workRoot string
-	jsonOut                             string
+	jsonOut, last                       string
 	keep, verbose, timing               bool
 	timeout                             time.Duration
 	parallel, repeat                    int
@@ -165,9 +166,10 @@ func newFlags(o *options) *flag.FlagSet {
 	fs.StringVar(&o.junit, "junit", "", "write JUnit XML to this `file`")
 	fs.StringVar(&o.html, "html", "", "write an HTML report with step 8's timeline to this `file`")
 	fs.StringVar(&o.jsonOut, "json", "", "write the results in the lab's own JSON form (snacklab-results/1: every check, part and event) to this `file`")
+	fs.StringVar(&o.last, "last", "", "the lab's JSON results of your last run (`file`): read to say what passes now that did not, then replaced by this run's; \"none\": neither (default: "+lastName+" in the --bin dir, when it can be written)")
 	fs.StringVar(&o.workRoot, "work", "", "parent `dir` of the steps' work dirs (default: the system temp dir)")
 	fs.BoolVar(&o.keep, "keep", false, "keep the work dirs (logs, queue files) of passing steps too")
-	fs.BoolVar(&o.verbose, "v", false, "print each step's story: every command, line and check")
+	fs.BoolVar(&o.verbose, "v", false, "print each step's story as it ends, every failed check in full, every command, line and check (default: a line per step, then the summary)")
 	fs.BoolVar(&o.timing, "timing", false, "after the run, measure the floor (the cost of the process starts and commits it needed) and the wall time against it")
 	fs.DurationVar(&o.timeout, "timeout", 0, "time limit of one step (default: derived from the calibration, at least 60s)")
 	cliflag.IntVar(fs, &o.parallel, "parallel", 0, "steps run at once (default: all selected)")
@@ -211,7 +213,11 @@ func runSteps(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if o.repeat < 1 {
 		return usageErr{"--repeat must be at least 1. Try: lab run --repeat 200"}
 	}
-	if err := checkOutputs(map[string]string{"results": o.results, "junit": o.junit, "html": o.html, "json": o.jsonOut}); err != nil {
+	outs := map[string]string{"results": o.results, "junit": o.junit, "html": o.html, "json": o.jsonOut}
+	if o.last != "none" {
+		outs["last"] = o.last
+	}
+	if err := checkOutputs(outs); err != nil {
 		return err
 	}
 	if o.bin, err = resolveBin(o.bin); err != nil {
@@ -221,13 +227,17 @@ func runSteps(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if cfg.Judged, err = judgedOf(o); err != nil {
 		return err
 	}
+	lastPath, last, err := readLast(o, stderr)
+	if err != nil {
+		return err
+	}
 	cal := calibrate(ctx, cfg, stdout)
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
 	cfg.Calibration = &cal
 
-	results, took, walls, failedRuns := runRepeated(ctx, o, cfg, steps, stdout)
+	results, took, walls, failedRuns := runRepeated(ctx, o, cfg, steps, last, stdout)
 	if o.repeat > 1 {
 		fmt.Fprintf(stdout, "%d runs, %d with a failed step; wall time median %.3fs, min %.3fs, max %.3fs\n",
 			len(walls), failedRuns, median(walls).Seconds(), minD(walls).Seconds(), maxD(walls).Seconds())
@@ -243,6 +253,7 @@ func runSteps(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
+	saveLast(lastPath, last, results, o.last != "", stderr)
 	if n := countFailed(results); n > 0 || failedRuns > 0 {
 		return failed{n, len(results)}
 	}
@@ -253,7 +264,7 @@ func runSteps(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 // line per run. It returns the last run's results and wall time (what the
 // reports describe), every run's wall time, and how many runs had a
 // failed step.
-func runRepeated(ctx context.Context, o options, cfg labsteps.Config, steps []labsteps.Step, stdout io.Writer) (results []result.Result, took time.Duration, walls []time.Duration, failedRuns int) {
+func runRepeated(ctx context.Context, o options, cfg labsteps.Config, steps []labsteps.Step, last []result.Result, stdout io.Writer) (results []result.Result, took time.Duration, walls []time.Duration, failedRuns int) {
 	for i := 0; i < o.repeat; i++ {
 		if ctx.Err() != nil {
 			break
@@ -263,7 +274,7 @@ func runRepeated(ctx context.Context, o options, cfg labsteps.Config, steps []la
 			fmt.Fprintf(stdout, "snacklab lab: %d step(s) against %s, graded against %s\n", len(steps), o.bin, result.ContractText)
 		}
 		t0 := time.Now()
-		results = labsteps.RunSteps(ctx, cfg, steps, stepPrinter(stdout, quiet, o.verbose))
+		results = labsteps.RunSteps(ctx, cfg, steps, stepPrinter(stdout, quiet, o.verbose, last))
 		took = time.Since(t0)
 		walls = append(walls, took)
 		n := countFailed(results)
@@ -273,18 +284,30 @@ func runRepeated(ctx context.Context, o options, cfg labsteps.Config, steps []la
 		if quiet {
 			fmt.Fprintf(stdout, "run %d/%d: %d/%d passed in %.3fs%s\n", i+1, o.repeat, len(results)-n, len(results), took.Seconds(), timedOutNote(results))
 		} else {
+			printSummary(stdout, o, results, last)
 			fmt.Fprintf(stdout, "%d/%d steps passed in %.2fs%s\n", len(results)-n, len(results), took.Seconds(), timedOutNote(results))
 		}
 	}
 	return results, took, walls, failedRuns
 }
 
-// stepPrinter prints each step as it ends: its summary, then why it failed
-// or where its work dir was kept, and with verbose its story. quiet (a
-// repeated run) leaves out the steps that passed.
-func stepPrinter(stdout io.Writer, quiet, verbose bool) func(result.Result) {
+// stepPrinter prints each step as it ends: a line with its mark and its
+// parts' marks (report.StepLine: a part that passes now and did not in the
+// last run is marked +). With verbose (or in a repeated run, quiet, which
+// leaves out the steps that passed) it prints today's full story instead:
+// the verdict, why it failed or where its work dir was kept, and with
+// verbose every command, line and check.
+func stepPrinter(stdout io.Writer, quiet, verbose bool, last []result.Result) func(result.Result) {
 	return func(r result.Result) {
 		if quiet && r.Pass {
+			return
+		}
+		if !quiet && !verbose {
+			_, newly, _ := report.Summary{Results: []result.Result{r}, Last: last}.Progress()
+			fmt.Fprintln(stdout, report.StepLine(r, newly))
+			if r.Pass && r.Dir != "" {
+				fmt.Fprintf(stdout, "      kept: %s (logs, queue files, lab.log)\n", r.Dir)
+			}
 			return
 		}
 		fmt.Fprintln(stdout, r.Summary())

@@ -103,13 +103,25 @@ func TestFailureSaysExpectedObservedWhyAndLogs(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(broken, "queuectl"), []byte("#!/bin/sh\necho 'queuectl: not written yet' >&2\nexit 1\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	r := lab(t, "run", "--bin", broken, "--work", t.TempDir(), "1")
-	if r.code != 1 {
-		t.Fatalf("exit %d, want 1; stdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
-	}
-	for _, want := range []string{"FAIL  1 retry", "expected: exit 0", "observed: exit 1 (stderr: queuectl: not written yet)", "why:", "logs:", "0/1 steps passed"} {
-		if !strings.Contains(r.stdout, want) {
-			t.Errorf("stdout lacks %q:\n%s", want, r.stdout)
+	for _, tc := range []struct {
+		flags []string
+		want  []string
+	}{
+		// The summary: the step's marks, the score, and what blocks its
+		// parts (queuectl's verbs do not succeed) once, with its replay.
+		{nil, []string{"✗ 1 retry", "score: 0 of 12.5 points", "blocked by: `queuectl ", "expected exit 0, observed exit 1 (stderr: queuectl: not written yet)",
+			"replay:   " + filepath.Join(bin, "lab") + " run --bin " + broken + " -v 1", "0/1 steps passed"}},
+		// -v: today's story, every failure in full.
+		{[]string{"-v"}, []string{"FAIL  1 retry", "expected: exit 0", "observed: exit 1 (stderr: queuectl: not written yet)", "why:", "logs:", "0/1 steps passed"}},
+	} {
+		r := lab(t, append([]string{"run", "--bin", broken, "--work", t.TempDir(), "1"}, tc.flags...)...)
+		if r.code != 1 {
+			t.Fatalf("exit %d, want 1; stdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+		}
+		for _, want := range tc.want {
+			if !strings.Contains(r.stdout, want) {
+				t.Errorf("lab run %v: stdout lacks %q:\n%s", tc.flags, want, r.stdout)
+			}
 		}
 	}
 }
@@ -119,7 +131,7 @@ func TestReportsAndTimelineInChromium(t *testing.T) {
 	dir := t.TempDir()
 	html, results, junit := filepath.Join(dir, "report.html"), filepath.Join(dir, "results.json"), filepath.Join(dir, "junit.xml")
 	r := lab(t, "8", "--results", results, "--junit", junit, "--html", html) // --bin defaults to the lab's own dir
-	if r.code != 0 || !strings.Contains(r.stdout, "PASS  8 crash") || !strings.Contains(r.stdout, "1/1 steps passed") {
+	if r.code != 0 || !strings.Contains(r.stdout, "✓ 8 crash") || !strings.Contains(r.stdout, "1/1 steps passed") {
 		t.Fatalf("lab 8: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
 	var gs struct {
@@ -190,6 +202,40 @@ func TestReportsAndTimelineInChromium(t *testing.T) {
 	}
 	if p := os.Getenv("SNACKLAB_SCREENSHOT"); p != "" {
 		os.WriteFile(p, shot, 0o644)
+	}
+	// Read in ten seconds at a desk and on a phone: the score first, a short
+	// title, and nothing wider than the page at 400 px but the timelines'
+	// own scrolling boxes.
+	type lead struct {
+		Title    string  `json:"title"`
+		Score    string  `json:"score"`
+		ScoreTop float64 `json:"scoreTop"`
+		StepsTop float64 `json:"stepsTop"`
+		Overflow float64 `json:"overflow"`
+	}
+	for _, width := range []int64{1280, 400} {
+		if err := chromedp.Do(ctx, chromedp.EmulateViewport(width, 900)); err != nil {
+			t.Fatalf("chromium: %d px: %v", width, err)
+		}
+		got, err := chromedp.Run(ctx, chromedp.Evaluate[lead](`(() => ({
+			title: document.querySelector('h1').textContent,
+			score: document.querySelector('#score').textContent,
+			scoreTop: document.querySelector('#score').getBoundingClientRect().top,
+			stepsTop: document.querySelector('#steps').getBoundingClientRect().top,
+			overflow: document.documentElement.scrollWidth - document.documentElement.clientWidth,
+		}))()`))
+		if err != nil {
+			t.Fatalf("chromium: %d px: %v", width, err)
+		}
+		if got.Title != "snacklab lab report" || !strings.HasPrefix(got.Score, "12.5 of 12.5 points") || got.ScoreTop > got.StepsTop || got.Overflow > 0 {
+			t.Errorf("%d px: title %q, score %q at %.0f (the steps at %.0f), %.0f px wider than the page; want the short title, 12.5 of 12.5 points first, nothing wider",
+				width, got.Title, got.Score, got.ScoreTop, got.StepsTop, got.Overflow)
+		}
+		if dir := os.Getenv("SNACKLAB_SCREENSHOT_DIR"); dir != "" {
+			if shot, err := chromedp.Run(ctx, chromedp.FullScreenshot(100)); err == nil {
+				os.WriteFile(filepath.Join(dir, fmt.Sprintf("report-%d.png", width)), shot, 0o644)
+			}
+		}
 	}
 	if page.Verdict != "PASS" || page.Timelines != 3 || page.Marks < 30 || page.Crosses < 2 || page.Width < 600 {
 		t.Errorf("rendered report: verdict %q, %d timelines (want 3) %v, %d marks, %d crosses, width %.0f",

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"snacklab/internal/grade"
 	"snacklab/labsteps"
 	"snacklab/labsteps/fresh"
 	"snacklab/labsteps/report"
@@ -96,7 +97,7 @@ func writeReports(o options, results []result.Result, took time.Duration) error 
 		write(o.jsonOut, func(w io.Writer) error { return result.Encode(w, results) }),
 		write(o.html, func(w io.Writer) error {
 			return report.WriteHTML(w, report.HTMLReport{Title: "snacklab lab report", Bin: o.bin, When: time.Now(),
-				Took: took, Results: results})
+				Took: took, Results: results, Points: grade.DefaultPoints()})
 		}),
 	)
 }

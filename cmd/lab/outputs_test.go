@@ -17,6 +17,10 @@ func TestRefusedBeforeRunning(t *testing.T) {
 	if err := os.WriteFile(file, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
+	notResults := filepath.Join(dir, "results.json") // Gradescope's, given to --last by mistake: never replaced
+	if err := os.WriteFile(notResults, []byte(`{"score":1,"tests":[]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		name   string
 		args   []string
@@ -29,6 +33,8 @@ func TestRefusedBeforeRunning(t *testing.T) {
 		// A device is taken as it is (the isolated runner passes --results /dev/stderr): the
 		// refusal is of --junit, the next path checked.
 		{"results on a device", []string{"--results", "/dev/stderr", "--junit", "/nonexistent/j.xml"}, "--junit /nonexistent/j.xml: directory /nonexistent does not exist"},
+		{"last in a missing dir", []string{"--last", "/nonexistent/last.json"}, "--last /nonexistent/last.json: directory /nonexistent does not exist"},
+		{"last is not the lab's results", []string{"--last", notResults}, "not the lab's results"},
 		{"unknown step name", []string{"crsh"}, `step "crsh": want a number from 1 to 8 or a name (retry, durable, claim, finish, redrive, run-once, race, crash)`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -38,5 +44,8 @@ func TestRefusedBeforeRunning(t *testing.T) {
 					strings.Join(tc.args, " "), tc.stderr, r.code, r.stdout, r.stderr)
 			}
 		})
+	}
+	if b, err := os.ReadFile(notResults); err != nil || string(b) != `{"score":1,"tests":[]}` {
+		t.Errorf("--last %s refused, yet the file is now %q (%v)", notResults, b, err)
 	}
 }

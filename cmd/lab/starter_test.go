@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -56,15 +57,35 @@ func TestStarter(t *testing.T) {
 	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 {
 		t.Fatalf("run-lab.sh in the learner's copy: %v, want exit 1\n%s", err, stdout)
 	}
-	// Each step's failure names what is not implemented, and where.
-	blocks := regexp.MustCompile(`(?m)^FAIL  \d `).Split(string(stdout), -1)
-	if len(blocks) != 9 || !strings.Contains(string(stdout), "0/8 steps passed") {
-		t.Fatalf("want 8 failed steps:\n%s", stdout)
+	// Each step fails, and the summary leads with the first cause: what is
+	// not implemented, and where, once, with the parts it blocks under it
+	// (every step has some); the whole fits a screen.
+	text := string(stdout)
+	if n := len(regexp.MustCompile(`(?m)^✗ \d [a-z-]+ +\d+\.\d+s`).FindAllString(text, -1)); n != 8 || !strings.Contains(text, "0/8 steps passed") {
+		t.Fatalf("want 8 failed steps (%d ✗ lines):\n%s", n, text)
 	}
-	for i, b := range blocks[1:] {
-		if !regexp.MustCompile(`not implemented \((queue/queue|sender/sender|receiver/receiver)\.go: \w+\)`).MatchString(b) {
-			t.Errorf("step %d fails without naming what is not implemented:\n%s", i+1, b)
+	// The parts the starter passes before any TODO is written carry no
+	// points (report.DefaultWeights).
+	if !strings.Contains(text, "score: 0 of 100 points") {
+		t.Errorf("the starter scores more than 0:\n%s", text)
+	}
+	first := regexp.MustCompile(`(?m)^blocked by: .*$`).FindString(text)
+	if !regexp.MustCompile(`^blocked by: \w+ is not implemented \((queue/queue|sender/sender|receiver/receiver)\.go\) — step \d [a-z]`).MatchString(first) {
+		t.Errorf("the first blocker is %q, want what is not implemented and the step and part it was first seen in:\n%s", first, text)
+	}
+	blocked := map[string]bool{}
+	for _, m := range regexp.MustCompile(`(?m)^  blocks \d+ part\(s\): (.*)$`).FindAllStringSubmatch(text, -1) {
+		for _, g := range strings.Split(m[1], " · ") {
+			blocked[strings.Fields(g)[0]] = true
 		}
+	}
+	for n := 1; n <= 8; n++ {
+		if !blocked[strconv.Itoa(n)] {
+			t.Errorf("no part of step %d is listed under a blocker:\n%s", n, text)
+		}
+	}
+	if before, _, _ := strings.Cut(text, "steps passed"); strings.Count(before, "\n") > 60 {
+		t.Errorf("%d lines before the summary line, want at most 60:\n%s", strings.Count(before, "\n"), text)
 	}
 }
 

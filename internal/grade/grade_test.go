@@ -21,6 +21,7 @@ import (
 	"snacklab/internal/grade"
 	"snacklab/internal/tier"
 	"snacklab/labsteps/harness"
+	"snacklab/labsteps/report"
 )
 
 // refBin holds the reference's three executables, built once; labBin is
@@ -432,9 +433,16 @@ exec ` + filepath.Join(refBin, "queuectl") + ` "$@"`})
 	}
 	r := rep.Graded[0]
 	// Step 1's part a (backoff) is flaky and scores 0; its other parts
-	// passed both runs and keep their share of the step's 40 points.
+	// passed both runs and keep their share of the step's 40 points (split
+	// among the parts that weigh: report.DefaultWeights).
 	parts := len(r.Steps[0].Parts)
-	want := 60 + 40*float64(parts-1)/float64(parts)
+	weighted := float64(parts)
+	for _, p := range r.Steps[0].Parts {
+		if w, ok := report.DefaultWeights()[report.Key(1, p.ID)]; ok {
+			weighted += w - 1
+		}
+	}
+	want := 60 + 40*(weighted-1)/weighted
 	if parts < 2 || math.Abs(r.Score-want) > 0.01 || r.Max != 100 || len(r.Steps) != 2 {
 		t.Fatalf("score %v/%v over %d steps (%d parts in step 1), want %.3f/100 over 2\n%s%s", r.Score, r.Max, len(r.Steps), parts, want, log.String(), why(r))
 	}

@@ -249,8 +249,10 @@ func (g *grader) writeRecord(dir, name string, rec Record, results [][]result.Re
 			}
 		}
 		err = report.WriteFile(filepath.Join(dir, "report.html"), func(w io.Writer) error {
-			return report.WriteHTML(w, report.HTMLReport{Title: "snacklab grade: " + name + " (" + g.mode + ")", Bin: rec.Bin, When: time.Now(),
-				Took: time.Since(t0), Results: reps})
+			// A short title, how it was graded in the footer, and no
+			// grader path anywhere (the student reads this page).
+			return report.WriteHTML(w, report.HTMLReport{Title: "snacklab grade: " + name, Mode: "graded " + g.mode, When: time.Now(),
+				Took: time.Since(t0), Results: reps, Points: g.cfg.Points, Scheme: g.cfg.Scheme})
 		})
 	}
 	return err

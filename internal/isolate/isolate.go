@@ -273,9 +273,11 @@ func (o Options) defaultWall() time.Duration {
 	return time.Duration(rounds)*step + WallGrace
 }
 
-// labArgs is the lab's command line in the container.
+// labArgs is the lab's command line in the container. --last none: a
+// grader neither reads a last run's results from the submission (it could
+// ship any) nor writes them into it.
 func (o Options) labArgs() []string {
-	args := []string{"/lab", "run", "--bin", subDir, "--work", workDir, "--json", "/dev/stderr",
+	args := []string{"/lab", "run", "--bin", subDir, "--work", workDir, "--json", "/dev/stderr", "--last", "none",
 		"--timeout", o.StepTimeout.String(), "--judged-uid", strconv.Itoa(JudgedUID), "--judged-gid", strconv.Itoa(JudgedGID)}
 	if o.Parallel > 0 {
 		args = append(args, "--parallel", strconv.Itoa(o.Parallel))

@@ -168,6 +168,10 @@ func GradescopeOf(results []result.Result, took time.Duration, s Scheme, points 
 	}
 	g.Score = Round(g.Score)
 	g.Output = fmt.Sprintf("%d of %d lab steps passed; %d of %d parts; graded against %s.", passed, len(results), partsPassed, parts, result.ContractText)
+	// The first cause first, as the console says it (Summary).
+	for _, b := range Summarize(results, points, s, nil).Blockers {
+		g.Output += fmt.Sprintf("\nBlocked by: %s — step %s; it blocks %d part(s): %s.", b.Label, b.First, len(b.Parts), compactParts(b.Parts))
+	}
 	if unjudged > 0 {
 		g.Output += fmt.Sprintf("\nNOT GRADED: %d part(s) not judged (TIMEOUT, INTERRUPTED or ERROR: the lab could not judge them, which is not a wrong answer). No score is given until they are judged: a regrade will follow; on your machine, re-run (on a quieter machine if they timed out).", unjudged)
 		g.NotGraded = true

@@ -22,7 +22,8 @@ const (
 func Visibilities() []string { return []string{Visible, Hidden, AfterDueDate, AfterPublished} }
 
 // Scheme says how results are scored and who sees them: a step's points are
-// split among its parts in proportion to their weights (1 unless given), so
+// split among its parts in proportion to their weights (DefaultWeights,
+// else 1, unless given), so
 // a step's total is the sum of its parts'; visibility is looked up for the
 // part ("6.c"), then its step ("6"), then the whole ("").
 type Scheme struct {
@@ -63,8 +64,8 @@ func (s Scheme) split(n int, ids []string, points float64) []float64 {
 	total := 0.0
 	for i, id := range ids {
 		w[i] = 1
-		if x, ok := s.Weights[Key(n, id)]; ok && id != "" {
-			w[i] = x
+		if id != "" {
+			w[i] = s.weight(Key(n, id))
 		}
 		total += w[i]
 	}
