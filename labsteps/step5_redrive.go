@@ -45,6 +45,7 @@ func runStep5(h *harness.Harness) {
 		harness.Part{Name: "c: every verb's JSON answer, member by member", Run: verbShapes},
 		harness.Part{Name: "d: check finds audit rows that name no job and each invariant broken", Run: checkFindsOrphans},
 		harness.Part{Name: "e: the operator's dead list and alerts (optional verbs)", Run: operatorVerbs},
+		harness.Part{Name: "f: generated: random sequences against a model of the contract", Run: modelSequences},
 	)
 }
 

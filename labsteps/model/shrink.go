@@ -3,6 +3,7 @@ package model
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 )
@@ -82,10 +83,29 @@ func (m *Mismatch) Report(seed uint64) string {
 	} else {
 		b.WriteString(" and nothing on stdout")
 	}
-	fmt.Fprintf(&b, "\nobserved:  exit %d, stdout %q", m.Observed.Exit, strings.TrimSpace(m.Observed.Stdout))
+	if m.Observed.Signal != "" {
+		fmt.Fprintf(&b, "\nobserved:  ended by %s, stdout %q", m.Observed.Signal, strings.TrimSpace(m.Observed.Stdout))
+	} else {
+		fmt.Fprintf(&b, "\nobserved:  exit %d, stdout %q", m.Observed.Exit, strings.TrimSpace(m.Observed.Stdout))
+	}
 	if s := strings.TrimSpace(m.Observed.Stderr); s != "" {
 		fmt.Fprintf(&b, ", stderr %q", s)
 	}
 	fmt.Fprintf(&b, "\ndiffers:   %s\nclause:    %s\n", m.Diff, m.Expected.Clause)
 	return b.String()
+}
+
+// clauseID is a clause id as a Diff or an Expect names it (§2.claim.order).
+var clauseID = regexp.MustCompile(`§[0-9]+(\.[a-z0-9-]+)+`)
+
+// Clauses are the ids of the rules the mismatch breaks: those that decide
+// the expected answer, then those its difference names (§3.json.one).
+func (m *Mismatch) Clauses() []string {
+	var out []string
+	for _, id := range clauseID.FindAllString(m.Expected.Clause+" "+m.Diff, -1) {
+		if !slices.Contains(out, id) {
+			out = append(out, id)
+		}
+	}
+	return out
 }
