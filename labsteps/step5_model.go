@@ -12,12 +12,15 @@ import (
 )
 
 // The generated model part's bounds. The seeds are fixed, so every run
-// plays the same sequences and gives the same verdict; they were chosen
-// among seeds 1–10 for the bundled mutants they catch together (docs/lab.md,
-// step 5). A passing implementation costs len(modelSeeds) × (modelOps + 1)
+// plays the same sequences and gives the same verdict. They were chosen from
+// the model alone, not from the bundled mutants: of seeds 1–300, the three
+// whose sequences together reach the most of the model's answers (each
+// clause an answer names, and each again on a job redriven before it, where
+// a fresh budget meets an old token); seeds 1–3 reach 31 of those 38, these
+// 34. A passing implementation costs len(modelSeeds) × (modelOps + 1)
 // queuectl starts (an init and the operations); a failing one at most
 // modelShrink replays more, each no longer than the failure.
-var modelSeeds = []uint64{1, 2, 3}
+var modelSeeds = []uint64{98, 1, 46}
 
 const (
 	modelOps    = 40
@@ -37,7 +40,7 @@ func modelSequences(h *harness.Harness) {
 	parts := make([]harness.Part, len(modelSeeds))
 	for i, seed := range modelSeeds {
 		// One sequence each, at once: they share nothing but the program.
-		parts[i] = harness.Part{Name: fmt.Sprintf("seed %d", seed), Run: func(h *harness.Harness) { modelSeed(h, seed) }}
+		parts[i] = harness.Part{Name: fmt.Sprintf("seed %d", seed), Run: func(sub *harness.Harness) { modelSeed(sub, seed) }}
 	}
 	h.Parallel(parts...)
 }
