@@ -10,9 +10,11 @@ import (
 
 // Shrink reduces a failing sequence to a smaller one that still fails,
 // replaying each candidate on a fresh queue file (the model is recomputed
-// for it, so the expectation always fits the shorter story). It is delta
-// debugging: drop chunks while any drop keeps the failure, then single ops
-// until no one op can go. Any mismatch counts as still failing: a shorter
+// for it, so the expectation always fits the shorter story). It first tries
+// two cuts the model suggests, one replay each: without the commands that
+// changed nothing (reads and refusals), then without those of other jobs
+// than the failing one. Then it is delta debugging: drop chunks while any
+// drop keeps the failure, then single ops until no one op can go. Any mismatch counts as still failing: a shorter
 // failure of another answer is as useful to a learner as the original.
 // budget bounds the number of replays.
 func Shrink(ctx context.Context, r *Runner, m *Mismatch, budget int) (*Mismatch, error) {
@@ -28,6 +30,13 @@ func Shrink(ctx context.Context, r *Runner, m *Mismatch, budget int) (*Mismatch,
 		}
 		best = got // Failing truncates at the first mismatch
 		return true, nil
+	}
+	for _, keep := range []func(ops []Op) []Op{inertDropped, othersDropped} {
+		if cand := keep(best.Ops); len(cand) < len(best.Ops) {
+			if _, err := try(cand); err != nil {
+				return best, err
+			}
+		}
 	}
 	for n := 2; len(best.Ops) >= 2; {
 		chunk := (len(best.Ops) + n - 1) / n
@@ -64,6 +73,45 @@ func Shrink(ctx context.Context, r *Runner, m *Mismatch, budget int) (*Mismatch,
 		}
 	}
 	return best, nil
+}
+
+// inertDropped is ops without those the model says changed nothing: show,
+// stats and the refusals (a claim may sweep, so every claim stays), and
+// always with the last, the failing one.
+func inertDropped(ops []Op) []Op {
+	q := New()
+	var out []Op
+	for i, op := range ops {
+		e := q.Apply(op)
+		inert := op.Verb == "show" || op.Verb == "stats" || (op.Verb != "claim" && e.Exit != 0)
+		if !inert || i == len(ops)-1 {
+			out = append(out, op)
+		}
+	}
+	return out
+}
+
+// othersDropped is ops with only the failing command's job: its own
+// commands and the claims that granted it (ops unchanged when the failing
+// command names no job, a claim or stats).
+func othersDropped(ops []Op) []Op {
+	last := ops[len(ops)-1]
+	if last.Verb == "claim" || last.Verb == "stats" {
+		return ops
+	}
+	q := New()
+	var out []Op
+	for _, op := range ops {
+		e := q.Apply(op)
+		granted := ""
+		if job, ok := e.JSON["job"].(map[string]any); ok && op.Verb == "claim" {
+			granted, _ = job["id"].(string)
+		}
+		if op.ID == last.ID && op.Verb != "claim" || granted == last.ID {
+			out = append(out, op)
+		}
+	}
+	return out
 }
 
 // Report is the mismatch as a learner reads it: the commands to paste, what
