@@ -107,9 +107,5 @@ func observed(m *model.Mismatch) string {
 
 // replay is the shrunk sequence as commands a learner can paste.
 func replay(m *model.Mismatch) string {
-	lines := []string{"  rm -f q.db; queuectl init --db q.db --json"}
-	for _, op := range m.Ops {
-		lines = append(lines, "  "+op.Shell("q.db"))
-	}
-	return strings.Join(lines, "\n")
+	return "  " + strings.Join(m.Commands("q.db"), "\n  ")
 }

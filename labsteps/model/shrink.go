@@ -114,15 +114,24 @@ func othersDropped(ops []Op) []Op {
 	return out
 }
 
+// Commands are the mismatch's sequence as lines a learner can paste, on the
+// queue file db: a fresh file made by init, then each operation.
+func (m *Mismatch) Commands(db string) []string {
+	out := []string{fmt.Sprintf("rm -f %s; queuectl init --db %s --json", db, db)}
+	for _, op := range m.Ops {
+		out = append(out, op.Shell(db))
+	}
+	return out
+}
+
 // Report is the mismatch as a learner reads it: the commands to paste, what
 // the model expected, what was observed, and the clause.
 func (m *Mismatch) Report(seed uint64) string {
 	var b strings.Builder
 	db := "q.db"
 	fmt.Fprintf(&b, "seed %d: %d commands replay it (the last one's answer is wrong):\n", seed, len(m.Ops)+1)
-	fmt.Fprintf(&b, "  rm -f %s; queuectl init --db %s --json\n", db, db)
-	for _, op := range m.Ops {
-		fmt.Fprintf(&b, "  %s\n", op.Shell(db))
+	for _, c := range m.Commands(db) {
+		fmt.Fprintf(&b, "  %s\n", c)
 	}
 	fmt.Fprintf(&b, "operation: %s (step %d)\n", m.Ops[m.Step].Verb, m.Step+1)
 	fmt.Fprintf(&b, "expected:  exit %d", m.Expected.Exit)
