@@ -50,6 +50,9 @@ func Diff(exp Expect, obs Observed) string {
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
+		if _, present := got[k]; !present { // null is an answer; a missing member is not
+			return fmt.Sprintf("%s is missing, want %s", k, show(exp.JSON[k]))
+		}
 		d := diffValue(exp.JSON[k], got[k], k)
 		if d != "" && slices.Contains(exp.EitherOrder, k) {
 			if l, ok := exp.JSON[k].([]any); ok {
