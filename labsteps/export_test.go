@@ -21,3 +21,19 @@ func GeneratedOnly() Step {
 	}
 	return s
 }
+
+// ModelOnly is step 5 with the generated model part alone.
+func ModelOnly() Step {
+	s := step5
+	s.run = func(h *harness.Harness) {
+		h.Parallel(harness.Part{Name: "f: generated: random sequences against a model of the contract", Run: modelSequences})
+	}
+	return s
+}
+
+// ModelSeeds, ModelOps and ModelShrink are the model part's bounds.
+var (
+	ModelSeeds  = modelSeeds
+	ModelOps    = modelOps
+	ModelShrink = modelShrink
+)

@@ -30,7 +30,10 @@ var step5 = Step{
 			"`check` finds audit rows that name no job (exit 5, at most --max listed), and each invariant of its list broken in a job of its own (a hand edit with the CHECK constraints off). Where `dead` and `alerts` are " +
 			"offered (optional), `dead --json` lists two dead jobs oldest first, each with its last attempt's evidence and " +
 			"latest investigation, `--limit 1` only the oldest, and `alerts` with no threshold exits 0 while nothing is " +
-			"dead and 22 once a job is.",
+			"dead and 22 once a job is. " +
+			"Generated from a model of the contract (labsteps/model): three seeded sequences of 40 enqueue, claim, finish, redrive, " +
+			"show and stats commands, the clock on every lease, backoff and deadline boundary, each answer's exit code and pinned " +
+			"JSON members compared with the model's; a mismatch is shown shrunk, as commands to replay.",
 		Why: "Quarantine only helps if getting out of it is deliberate and recorded. Restarting the attempt budget is " +
 			"right; reusing an ownership generation is not: if the redriven job handed out token 1 again, a sender " +
 			"that held token 1 before the quarantine could finish the new run.",
@@ -45,6 +48,7 @@ func runStep5(h *harness.Harness) {
 		harness.Part{Name: "c: every verb's JSON answer, member by member", Run: verbShapes},
 		harness.Part{Name: "d: check finds audit rows that name no job and each invariant broken", Run: checkFindsOrphans},
 		harness.Part{Name: "e: the operator's dead list and alerts (optional verbs)", Run: operatorVerbs},
+		harness.Part{Name: "f: generated: random sequences against a model of the contract", Run: modelSequences},
 	)
 }
 

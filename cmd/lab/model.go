@@ -120,10 +120,7 @@ func runModel(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			continue
 		}
 		v.OK, v.Seed, v.Op, v.Diff, v.Clause = false, seed, m.Ops[m.Step].Verb, m.Diff, m.Expected.Clause
-		v.Commands = []string{"queuectl init --db q.db --json"}
-		for _, op := range m.Ops {
-			v.Commands = append(v.Commands, op.Shell("q.db"))
-		}
+		v.Commands = m.Commands("q.db")
 		exp, _ := json.Marshal(m.Expected.JSON)
 		v.Expected = fmt.Sprintf("exit %d, %s", m.Expected.Exit, exp)
 		v.Observed = fmt.Sprintf("exit %d, %s", m.Observed.Exit, m.Observed.Stdout)

@@ -12,6 +12,7 @@ import (
 // Observed is what one queuectl process did.
 type Observed struct {
 	Exit   int
+	Signal string // the signal that ended it ("" when it exited): a crash is an answer too
 	Stdout string
 	Stderr string
 }
@@ -22,6 +23,9 @@ type Observed struct {
 // pinned members equal the model's. Members the model does not name are
 // free.
 func Diff(exp Expect, obs Observed) string {
+	if obs.Signal != "" {
+		return fmt.Sprintf("ended by %s, want exit %d", obs.Signal, exp.Exit)
+	}
 	if obs.Exit != exp.Exit {
 		return fmt.Sprintf("exit %d, want %d", obs.Exit, exp.Exit)
 	}
@@ -46,6 +50,9 @@ func Diff(exp Expect, obs Observed) string {
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
+		if _, present := got[k]; !present { // null is an answer; a missing member is not
+			return fmt.Sprintf("%s is missing, want %s", k, show(exp.JSON[k]))
+		}
 		d := diffValue(exp.JSON[k], got[k], k)
 		if d != "" && slices.Contains(exp.EitherOrder, k) {
 			if l, ok := exp.JSON[k].([]any); ok {

@@ -24,7 +24,7 @@ func Generate(seed uint64, n int) []Op {
 		case k < 4:
 			op.Verb = "enqueue"
 			op.Qty = 1 + int64(r.IntN(2)) // two qtys: conflicts happen
-			op.MaxAttempts = 1 + int64(r.IntN(3))
+			op.MaxAttempts = 1 + int64(r.IntN(4))
 			op.DeadlineMs = []int64{1, 5000, 60000, 600000, 600000, 600000}[r.IntN(6)]
 		case k < 9:
 			op.Verb = "claim"
@@ -32,8 +32,8 @@ func Generate(seed uint64, n int) []Op {
 			op.LeaseMs = []int64{1, 1000, 3000}[r.IntN(3)]
 		case k < 15:
 			op.Verb = "finish"
-			op.Outcome = []string{"ok", "retry", "retry", "permanent"}[r.IntN(4)]
-			if j := leasedJob(r, q); j != nil && r.IntN(5) > 0 {
+			op.Outcome = []string{"ok", "retry", "retry", "retry", "permanent"}[r.IntN(5)]
+			if j := jobIn(r, q, "leased"); j != nil && r.IntN(5) > 0 {
 				op.ID = j.ID
 			}
 			if j, ok := q.Jobs[op.ID]; ok {
@@ -45,6 +45,11 @@ func Generate(seed uint64, n int) []Op {
 		case k < 17:
 			op.Verb = "redrive"
 			op.Note = []string{"T-1", "fix#2"}[r.IntN(2)]
+			// A dead job most often (the redrive that applies, and what
+			// follows it: a fresh budget under an old token), else any.
+			if j := jobIn(r, q, "dead"); j != nil && r.IntN(5) > 1 {
+				op.ID = j.ID
+			}
 		case k < 19:
 			op.Verb = "show"
 		default:
@@ -92,10 +97,11 @@ func nextNow(r *rand.Rand, q *Queue, now int64) int64 {
 	}
 }
 
-func leasedJob(r *rand.Rand, q *Queue) *Job {
+// jobIn is a seeded choice of the jobs in state, nil when there is none.
+func jobIn(r *rand.Rand, q *Queue, state string) *Job {
 	var l []*Job
 	for _, id := range ids { // map order is random: walk the pool for a seeded choice
-		if j, ok := q.Jobs[id]; ok && j.State == "leased" {
+		if j, ok := q.Jobs[id]; ok && j.State == state {
 			l = append(l, j)
 		}
 	}

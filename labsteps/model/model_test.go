@@ -143,6 +143,7 @@ func TestModelDiffFreedoms(t *testing.T) {
 		{`{"n":6,"rs":[1,2]}`, false},
 		{`{"n":5,"rs":[1]}`, false},
 		{`{"n":5,"rs":[1,2]}{}`, false},
+		{`{"rs":[1,2]}`, false},
 	} {
 		if d := model.Diff(exp, model.Observed{Stdout: tc.stdout}); (d == "") != tc.ok {
 			t.Errorf("Diff(%s) = %q, want ok=%v", tc.stdout, d, tc.ok)

@@ -2,6 +2,7 @@ package model
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 )
@@ -18,8 +20,22 @@ import (
 type Runner struct {
 	Queuectl string // path of the executable under test
 	Dir      string // where queue files are made
-	n        atomic.Int64
+	Name     string // the start of their names ("model-" when empty), so Runners may share Dir
+	// Exec, when set, runs one queuectl process with args instead of the
+	// Runner's own exec (the lab runs them through its harness, which logs,
+	// counts and times them). Its error is the harness's trouble, never a
+	// verdict.
+	Exec func(ctx context.Context, args []string) (Observed, error)
+	// Keep leaves each sequence's queue file in Dir (the lab keeps a failing
+	// step's files for the learner); else it is removed after the sequence.
+	Keep bool
+	n    atomic.Int64
 }
+
+// ErrInit is a queuectl whose init of a fresh queue file failed: the
+// implementation's wrong answer (CONTRACT §3.init), not the harness's
+// trouble, though no sequence could be played.
+var ErrInit = errors.New("queuectl init of a fresh queue file failed")
 
 // Mismatch is the first answer of a sequence that departs from the model.
 type Mismatch struct {
@@ -34,16 +50,22 @@ type Mismatch struct {
 // matched. An error is the harness's own trouble (init failed, a process
 // could not start), never the implementation's verdict.
 func (r *Runner) Failing(ctx context.Context, ops []Op) (*Mismatch, error) {
-	dir := filepath.Join(r.Dir, "q"+strconv.FormatInt(r.n.Add(1), 10))
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("work dir: %w", err)
+	// A file of its own in Dir, not a directory: the lab may run the
+	// programs as another user, who can write in Dir but not in a
+	// directory the lab made.
+	db := filepath.Join(r.Dir, cmp.Or(r.Name, "model-")+strconv.FormatInt(r.n.Add(1), 10)+".db")
+	if !r.Keep {
+		defer func() {
+			for _, suffix := range []string{"", "-journal", "-wal", "-shm"} {
+				os.Remove(db + suffix)
+			}
+		}()
 	}
-	defer os.RemoveAll(dir)
-	db := filepath.Join(dir, "q.db")
-	if o, err := r.exec(ctx, []string{"init", "--db", db, "--json"}); err != nil {
+	args := []string{"init", "--db", db, "--json"}
+	if o, err := r.exec(ctx, args); err != nil {
 		return nil, err
-	} else if o.Exit != 0 {
-		return nil, fmt.Errorf("queuectl init: exit %d: %s", o.Exit, o.Stderr)
+	} else if o.Exit != 0 || o.Signal != "" {
+		return nil, fmt.Errorf("%w: queuectl %s: exit %d %s: %s", ErrInit, strings.Join(args, " "), o.Exit, o.Signal, strings.TrimSpace(o.Stderr))
 	}
 	q := New()
 	for i, op := range ops {
@@ -62,6 +84,9 @@ func (r *Runner) Failing(ctx context.Context, ops []Op) (*Mismatch, error) {
 // exec runs one queuectl process; a process that hangs is cut at 30 s and
 // reported as the harness's error, not as an exit code.
 func (r *Runner) exec(ctx context.Context, args []string) (Observed, error) {
+	if r.Exec != nil {
+		return r.Exec(ctx, args)
+	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, r.Queuectl, args...)
@@ -75,6 +100,8 @@ func (r *Runner) exec(ctx context.Context, args []string) (Observed, error) {
 		return o, fmt.Errorf("queuectl %s: %w", args[0], ctx.Err())
 	case errors.As(err, &ee) && ee.Exited():
 		o.Exit = ee.ExitCode()
+	case errors.As(err, &ee):
+		o.Exit, o.Signal = -1, ee.String()
 	case err != nil:
 		return o, fmt.Errorf("queuectl %s: %w", args[0], err)
 	}
