@@ -87,6 +87,9 @@ const LabPath = "bin/lab"
 // ModCacheDir is the package's Go module cache, relative to its root.
 const ModCacheDir = "gomodcache"
 
+// stageFiles is stage; a test puts a stand-in lab there instead of a build.
+var stageFiles = stage
+
 // stage fills dir with what every platform's package holds: bin/lab
 // (static, no mutants), the module cache of the reference's dependencies,
 // go/ when o.GoRoot is set, and not-graded.json, the results.json of a

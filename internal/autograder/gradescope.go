@@ -71,7 +71,7 @@ func Gradescope(ctx context.Context, o Options, out string) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	if err := stage(ctx, o, dir); err != nil {
+	if err := stageFiles(ctx, o, dir); err != nil {
 		return err
 	}
 	if err := writeCommon(ctx, o, dir); err != nil {

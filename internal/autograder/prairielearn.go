@@ -86,7 +86,7 @@ func PrairieLearn(ctx context.Context, o Options, dir string) error {
 		return fmt.Errorf("autograder: %w", err)
 	}
 	defer os.RemoveAll(tmp)
-	if err := stage(ctx, o, tmp); err != nil {
+	if err := stageFiles(ctx, o, tmp); err != nil {
 		return err
 	}
 	if err := writeCommon(ctx, o, tmp); err != nil {
