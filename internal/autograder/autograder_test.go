@@ -114,7 +114,7 @@ func TestGradescopeZipLayout(t *testing.T) {
 			}
 			root := filepath.Join(dir, "source")
 			modes := unzip(t, out, root)
-			for _, f := range append(slices.Clone(autograder.GradescopeFiles), autograder.GradeScript, autograder.LabPath) {
+			for _, f := range append(slices.Clone(autograder.GradescopeFiles), autograder.GradeScript, autograder.WarmScript, autograder.LabPath) {
 				m, ok := modes[f]
 				if got, want := ok && m.Perm()&0o111 == 0o111, true; got != want {
 					t.Errorf("%s in the zip, executable: got %v (mode %v), want %v", f, got, m, want)
@@ -129,7 +129,7 @@ func TestGradescopeZipLayout(t *testing.T) {
 			if got, want := string(b), tt.wantPoints; got != want || (want == "") != errors.Is(err, os.ErrNotExist) {
 				t.Errorf("points.txt: got %q (%v), want %q", got, err, want)
 			}
-			for _, f := range []string{"setup.sh", "run_autograder", autograder.GradeScript} {
+			for _, f := range []string{"setup.sh", "run_autograder", autograder.GradeScript, autograder.WarmScript} {
 				shell := "sh"
 				if f == "setup.sh" {
 					shell = "bash"

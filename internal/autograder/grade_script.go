@@ -34,13 +34,7 @@ set -u
 here=$(cd "$(dirname "$0")" && pwd)
 sub=$1
 results=$2
-if [ -n "${SNACKLAB_GOROOT:-}" ]; then
-	PATH="$SNACKLAB_GOROOT/bin:$PATH"
-elif [ -x "$here/go/bin/go" ]; then
-	PATH="$here/go/bin:$PATH"
-fi
-export PATH GOMODCACHE="$here/gomodcache" GOTOOLCHAIN=local
-# The module: the submission's root, or its one subdirectory holding go.mod.
+` + goEnvSh + `# The module: the submission's root, or its one subdirectory holding go.mod.
 dir=$sub
 if [ ! -e "$dir/go.mod" ]; then
 	set -- "$sub"/*/go.mod
@@ -68,6 +62,17 @@ rm -rf "$out"
 exit 0
 `
 
+// goEnvSh puts the Go toolchain on the path (SNACKLAB_GOROOT's, else the
+// package's go/, else the PATH's) and the package's module cache in the
+// environment, for grade.sh and warm.sh alike.
+const goEnvSh = `if [ -n "${SNACKLAB_GOROOT:-}" ]; then
+	PATH="$SNACKLAB_GOROOT/bin:$PATH"
+elif [ -x "$here/go/bin/go" ]; then
+	PATH="$here/go/bin:$PATH"
+fi
+export PATH GOMODCACHE="$here/gomodcache" GOTOOLCHAIN=local
+`
+
 // warmDir is the package's warm module: a program importing every package
 // from outside the module that the reference's programs import, built by
 // the setup so that a submission's build finds them compiled.
@@ -77,6 +82,9 @@ const warmDir = "warm"
 // script, the baked points, and the warm module.
 func writeCommon(ctx context.Context, o Options, dir string) error {
 	if err := writeFile(filepath.Join(dir, GradeScript), gradeSh, 0o755); err != nil {
+		return err
+	}
+	if err := writeFile(filepath.Join(dir, WarmScript), warmSh, 0o755); err != nil {
 		return err
 	}
 	if o.Points != "" {
@@ -128,11 +136,19 @@ func writeWarm(ctx context.Context, module, dst string) error {
 	return writeFile(filepath.Join(dst, "main.go"), b.String(), 0o644)
 }
 
-// warmSh is the setup's build of the warm module, with a submission's
-// build environment (internal/grade's buildEnv and -trimpath), so that its
-// cache entries are the ones a submission's build looks up.
-const warmSh = `cd "$here/warm" &&
+// WarmScript compiles the warm module into the package's gocache/ with a
+// submission's build environment (internal/grade's buildEnv and -trimpath),
+// so that its cache entries are the ones a submission's build looks up.
+// Gradescope's setup.sh and PrairieLearn's Dockerfile run it.
+const WarmScript = "warm.sh"
+
+const warmSh = `#!/bin/sh
+# Written by lab autograder (snacklab, docs/grading.md): compiles the
+# reference's dependencies once, into gocache/, as a submission's build would.
+here=$(cd "$(dirname "$0")" && pwd)
+` + goEnvSh + `mkdir -p "$here/gocache"
+cd "$here/warm" &&
 	CGO_ENABLED=0 GOFLAGS='-mod=readonly -buildvcs=false' GOPROXY=off GOSUMDB=off GOWORK=off \
 	GOCACHE="$here/gocache" go build -trimpath -o /dev/null . ||
-	echo "setup: warming the build cache failed; submissions' builds will start cold" >&2
+	echo "warm.sh: warming the build cache failed; submissions' builds will start cold" >&2
 `

@@ -37,10 +37,10 @@ export PATH GOMODCACHE="$here/gomodcache" GOTOOLCHAIN=local
 if ! command -v strace >/dev/null && command -v apt-get >/dev/null; then
 	(apt-get update -qq && apt-get install -y -qq strace) >&2 || echo "setup: no strace; the lab traces without it" >&2
 fi
-chmod 0755 "$here" "$here/bin" "$here/grade.sh" "$here/run_autograder"
+chmod 0755 "$here" "$here/bin" "$here/grade.sh" "$here/warm.sh" "$here/run_autograder"
 chmod 0555 "$here/bin/lab"
-mkdir -p "$here/gocache"
-` + warmSh + `echo "setup: done"
+"$here/warm.sh"
+echo "setup: done"
 `
 
 // gradescopeRun is run_autograder: Gradescope copies it to /autograder.

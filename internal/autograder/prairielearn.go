@@ -52,9 +52,7 @@ const plDockerfile = `# Written by lab autograder prairielearn (snacklab, docs/g
 ARG BASE=golang:{{GOTAG}}
 FROM ${BASE}
 COPY . /snacklab
-RUN chmod 0755 /snacklab /snacklab/bin && chmod 0555 /snacklab/bin/lab && mkdir -p /snacklab/gocache && \
-    here=/snacklab; if [ -x "$here/go/bin/go" ]; then PATH="$here/go/bin:$PATH"; fi; export GOMODCACHE=$here/gomodcache GOTOOLCHAIN=local; \
-    ` + warmSh + `
+RUN chmod 0755 /snacklab /snacklab/bin && chmod 0555 /snacklab/bin/lab && /snacklab/` + WarmScript + `
 ENTRYPOINT ["/snacklab/` + PLEntry + `"]
 `
 
