@@ -57,10 +57,19 @@ func TestGradescopeAutograder(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// The zip is made by lab autograder gradescope, as a teacher makes it
+	// (and without the race detector: deflating 300 MiB under it took
+	// more than ten minutes).
 	zipPath := filepath.Join(work, "autograder.zip")
 	t0 := time.Now()
-	if err := autograder.Gradescope(ctx, autograder.Options{Module: module}, zipPath); err != nil {
-		t.Fatal(err)
+	labBin := filepath.Join(work, "lab")
+	build := exec.CommandContext(ctx, "go", "build", "-o", labBin, "./cmd/lab")
+	build.Dir, build.Env = module, append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build ./cmd/lab: %v\n%s", err, out)
+	}
+	if out, err := exec.CommandContext(ctx, labBin, "autograder", "gradescope", "--module", module, "--out", zipPath).CombinedOutput(); err != nil {
+		t.Fatalf("lab autograder gradescope: %v\n%s", err, out)
 	}
 	st, _ := os.Stat(zipPath)
 	t.Logf("the zip: %d MiB in %v", st.Size()>>20, time.Since(t0).Round(time.Second))
@@ -73,7 +82,18 @@ func TestGradescopeAutograder(t *testing.T) {
 	}
 
 	root := filepath.Join(work, "autograder")
-	unzip(t, zipPath, filepath.Join(root, "source"))
+	// Gradescope unpacks with unzip; so does this test where it can (the
+	// race detector slows the in-process inflate of 300 MiB).
+	if err := os.MkdirAll(filepath.Join(root, "source"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := exec.LookPath("unzip"); err == nil {
+		if out, err := exec.Command("unzip", "-q", zipPath, "-d", filepath.Join(root, "source")).CombinedOutput(); err != nil {
+			t.Fatalf("unzip: %v\n%s", err, out)
+		}
+	} else {
+		unzip(t, zipPath, filepath.Join(root, "source"))
+	}
 	t0 = time.Now()
 	setup := exec.Command("bash", filepath.Join(root, "source", "setup.sh"))
 	setup.Dir, setup.Env = filepath.Join(root, "source"), env(root)
