@@ -42,7 +42,8 @@ func copyModule(t *testing.T, dst string) {
 // laid out like Gradescope's /autograder, runs setup.sh and then
 // run_autograder as root (the local engine) on the reference, the starter
 // and a forger whose queuectl rewrites results.json: the reference scores
-// 100, the starter 0 (graded), and the forgery does not take effect.
+// 100, the starter its few points (graded), and the forgery does not take
+// effect.
 func TestGradescopeAutograder(t *testing.T) {
 	tier.Slow(t)
 	if os.Geteuid() != 0 || runtime.GOOS != "linux" {
@@ -120,13 +121,15 @@ func TestGradescopeAutograder(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// The starter passes no step but a few parts (3.22 of 100 on
+	// 2026-12-07): graded, below one step's 12.5 points.
 	tests := []struct {
-		name, sub string
-		wantScore float64
+		name, sub          string
+		wantMin, wantBelow float64
 	}{
-		{"reference", reference, 100},
-		{"starter", starter, 0},
-		{"forger", forger, 100},
+		{"reference", reference, 100, 100.001},
+		{"starter", starter, 0, 12.5},
+		{"forger", forger, 100, 100.001},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -157,8 +160,8 @@ func TestGradescopeAutograder(t *testing.T) {
 			if err := json.Unmarshal(b, &res); err != nil {
 				t.Fatal(err)
 			}
-			if res.Score == nil || *res.Score != tt.wantScore {
-				t.Errorf("score: got %v, want %v\n%.2000s\n%s", res.Score, tt.wantScore, b, out)
+			if res.Score == nil || *res.Score < tt.wantMin || *res.Score >= tt.wantBelow {
+				t.Errorf("score: got %v, want a score in [%v, %v)\n%.2000s\n%s", res.Score, tt.wantMin, tt.wantBelow, b, out)
 			}
 			if _, err := os.Stat(canary); err == nil {
 				t.Errorf("%s: written by the judged", canary)
