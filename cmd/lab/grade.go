@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"snacklab/internal/autograder"
 	"snacklab/internal/cliflag"
 	"snacklab/internal/grade"
 	"snacklab/internal/isolate"
@@ -69,6 +70,7 @@ type gradeOptions struct {
 	memory, buildMemory                   int64
 	pids                                  int64
 	cpus                                  float64
+	fromRepos                             string // --from-repos (lab autograder's Repos)
 }
 
 func newGradeFlags(o *gradeOptions) *flag.FlagSet {
@@ -78,6 +80,7 @@ func newGradeFlags(o *gradeOptions) *flag.FlagSet {
 	fs.StringVar(&o.points, "points", "", "points per step: `1=10,2=10,…` (steps not listed are not run) or a file of such pairs, which may also weight parts (6.c=2) and set visibility (6.n=hidden, *=after_due_date) (default: all 8 steps, 12.5 each, split among their parts by the default weights of docs/grading.md)")
 	fs.StringVar(&o.visibility, "visibility", "", "Gradescope visibility: `visible`, hidden, after_due_date or after_published for everything, or KEY=VALUE pairs for a step or part (*=after_due_date,6.n=hidden)")
 	tableFlags(fs, &o.tables)
+	fs.StringVar(&o.fromRepos, "from-repos", "", "grade every repository cloned in this `dir` (GitHub Classroom's student repos), each named after its repository: the student's id in every report")
 	cliflag.IntVar(fs, &o.runs, "n", 1, "run each submission this many times; a step that passes in some runs and fails in others is flaky and scores 0")
 	cliflag.IntVar(fs, &o.jobs, "jobs", runtime.NumCPU(), "submissions graded at once")
 	cliflag.IntVar(fs, &o.parallel, "parallel", 0, "steps of one submission run at once (default: all)")
@@ -117,6 +120,13 @@ func runGrade(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	if err != nil {
 		return usageErr{fmt.Sprintf("grade: %v. Try: lab grade -h", err)}
+	}
+	if o.fromRepos != "" {
+		repos, err := autograder.Repos(o.fromRepos)
+		if err != nil {
+			return usageErr{fmt.Sprintf("grade: --from-repos %s: %v", o.fromRepos, err)}
+		}
+		paths = append(paths, repos...)
 	}
 	if o.notGraded != "" {
 		if paths, err = notGradedPaths(fs, &o, paths, stdout); err != nil || len(paths) == 0 {

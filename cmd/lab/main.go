@@ -99,6 +99,7 @@ const usage = `usage: lab [run] [flags] [STEPS…]
        lab selftest                      prove the steps: reference passes, starter and every mutant fail
        lab crash [flags]                 kill each program at every crash point, then soak (docs/crash.md)
        lab model --bin DIR [flags]       random queuectl sequences checked against a model of the contract, shrunk on failure
+       lab autograder PLATFORM --out X   package the lab for gradescope, prairielearn or classroom (docs/grading.md)
 
 Runs the numbered lab steps against an implementation's executables.
 STEPS: numbers or names: 8, crash, 3-5, claim-redrive, 1,4 (default: all).
@@ -127,6 +128,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return runCrash(ctx, args[1:], stdout, stderr)
 		case "model":
 			return runModel(ctx, args[1:], stdout, stderr)
+		case "autograder":
+			return runAutograder(ctx, args[1:], stdout, stderr)
 		case harness.JudgedExecCommand, harness.JudgedSQLCommand, harness.JudgedKillCommand:
 			// A step of a traced start (harness.Judged.Exec), or the
 			// harness's hand on a program's SQLite file (harness.SQLHand),
