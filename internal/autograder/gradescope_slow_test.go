@@ -42,7 +42,7 @@ func copyModule(t *testing.T, dst string) {
 // laid out like Gradescope's /autograder, runs setup.sh and then
 // run_autograder as root (the local engine) on the reference, the starter
 // and a forger whose queuectl rewrites results.json: the reference scores
-// 100, the starter its few points (graded), and the forgery does not take
+// 100, the starter 0 (graded), and the forgery does not take
 // effect.
 func TestGradescopeAutograder(t *testing.T) {
 	tier.Slow(t)
@@ -121,14 +121,14 @@ func TestGradescopeAutograder(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// The starter passes no step but a few parts (3.22 of 100 on
-	// 2026-12-07): graded, below one step's 12.5 points.
+	// The starter passes no step and only parts the default weights give
+	// no points (docs/grading.md): graded, 0.
 	tests := []struct {
 		name, sub          string
 		wantMin, wantBelow float64
 	}{
 		{"reference", reference, 100, 100.001},
-		{"starter", starter, 0, 12.5},
+		{"starter", starter, 0, 0.001},
 		{"forger", forger, 100, 100.001},
 	}
 	for _, tt := range tests {
