@@ -9,12 +9,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"snacklab/internal/chromiumtest"
 )
 
 // bin holds the lab and the reference's three executables, built once.
@@ -153,21 +154,7 @@ func TestReportsAndTimelineInChromium(t *testing.T) {
 		t.Errorf("junit.xml: %v\n%s", err, b)
 	}
 
-	path, err := exec.LookPath("chromium")
-	if err != nil {
-		if os.Getenv("SNACKLAB_REQUIRE_CHROMIUM") == "1" {
-			t.Fatalf("chromium is required (SNACKLAB_REQUIRE_CHROMIUM=1) but not installed: apt-get install -y chromium")
-		}
-		t.Skip("chromium not installed (apt-get install -y chromium); set SNACKLAB_REQUIRE_CHROMIUM=1 to make this a failure")
-	}
-	opts := append(slices.Clone(chromedp.DefaultExecAllocatorOptions[:]), chromedp.ExecPath(path), chromedp.NoSandbox,
-		chromedp.UserDataDir(t.TempDir()), chromedp.Flag("disable-dev-shm-usage", true), chromedp.WindowSize(1300, 900))
-	actx, cancel := chromedp.NewExecAllocator(context.Background(), opts...)
-	defer cancel()
-	ctx, cancel := chromedp.NewContext(actx)
-	defer cancel()
-	ctx, cancel = context.WithTimeout(ctx, 3*time.Minute)
-	defer cancel()
+	ctx := chromiumtest.New(t, 1300, 3*time.Minute)
 	type shown struct {
 		Timelines int      `json:"timelines"`
 		Sections  []string `json:"sections"`
@@ -211,30 +198,21 @@ func TestReportsAndTimelineInChromium(t *testing.T) {
 		Score    string  `json:"score"`
 		ScoreTop float64 `json:"scoreTop"`
 		StepsTop float64 `json:"stepsTop"`
-		Overflow float64 `json:"overflow"`
 	}
 	for _, width := range []int64{1280, 400} {
-		if err := chromedp.Do(ctx, chromedp.EmulateViewport(width, 900)); err != nil {
-			t.Fatalf("chromium: %d px: %v", width, err)
-		}
+		g := chromiumtest.At(t, ctx, width, "report") // report-1280.png, report-400.png
 		got, err := chromedp.Run(ctx, chromedp.Evaluate[lead](`(() => ({
 			title: document.querySelector('h1').textContent,
 			score: document.querySelector('#score').textContent,
 			scoreTop: document.querySelector('#score').getBoundingClientRect().top,
 			stepsTop: document.querySelector('#steps').getBoundingClientRect().top,
-			overflow: document.documentElement.scrollWidth - document.documentElement.clientWidth,
 		}))()`))
 		if err != nil {
 			t.Fatalf("chromium: %d px: %v", width, err)
 		}
-		if got.Title != "snacklab lab report" || !strings.HasPrefix(got.Score, "12.5 of 12.5 points") || got.ScoreTop > got.StepsTop || got.Overflow > 0 {
+		if got.Title != "snacklab lab report" || !strings.HasPrefix(got.Score, "12.5 of 12.5 points") || got.ScoreTop > got.StepsTop || g.Overflow > 0 {
 			t.Errorf("%d px: title %q, score %q at %.0f (the steps at %.0f), %.0f px wider than the page; want the short title, 12.5 of 12.5 points first, nothing wider",
-				width, got.Title, got.Score, got.ScoreTop, got.StepsTop, got.Overflow)
-		}
-		if dir := os.Getenv("SNACKLAB_SCREENSHOT_DIR"); dir != "" {
-			if shot, err := chromedp.Run(ctx, chromedp.FullScreenshot(100)); err == nil {
-				os.WriteFile(filepath.Join(dir, fmt.Sprintf("report-%d.png", width)), shot, 0o644)
-			}
+				width, got.Title, got.Score, got.ScoreTop, got.StepsTop, g.Overflow)
 		}
 	}
 	if page.Verdict != "PASS" || page.Timelines != 3 || page.Marks < 30 || page.Crosses < 2 || page.Width < 600 {

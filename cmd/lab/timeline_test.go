@@ -1,17 +1,15 @@
 package main_test
 
 import (
-	"context"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"snacklab/internal/chromiumtest"
 )
 
 // Step 8's timeline, rendered in headless Chromium, reads at a glance: A's
@@ -22,25 +20,11 @@ import (
 // timeline.png there.
 func TestStep8TimelineReadsAtAGlance(t *testing.T) {
 	t.Parallel()
-	exe, err := exec.LookPath("chromium")
-	if err != nil {
-		if os.Getenv("SNACKLAB_REQUIRE_CHROMIUM") == "1" {
-			t.Fatalf("chromium is required (SNACKLAB_REQUIRE_CHROMIUM=1) but not installed: apt-get install -y chromium")
-		}
-		t.Skip("chromium not installed (apt-get install -y chromium); set SNACKLAB_REQUIRE_CHROMIUM=1 to make this a failure")
-	}
 	html := filepath.Join(t.TempDir(), "report.html")
 	if r := lab(t, "run", "crash", "--html", html); r.code != 0 { // step 8 by name; `lab crash` alone is the crash enumeration
 		t.Fatalf("lab run crash: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
-	opts := append(slices.Clone(chromedp.DefaultExecAllocatorOptions[:]), chromedp.ExecPath(exe), chromedp.NoSandbox,
-		chromedp.UserDataDir(t.TempDir()), chromedp.Flag("disable-dev-shm-usage", true), chromedp.WindowSize(1300, 900))
-	actx, cancel := chromedp.NewExecAllocator(context.Background(), opts...)
-	defer cancel()
-	ctx, cancel := chromedp.NewContext(actx)
-	defer cancel()
-	ctx, cancel = context.WithTimeout(ctx, 3*time.Minute) // a loaded CI machine starts Chromium slowly; the page itself is static
-	defer cancel()
+	ctx := chromiumtest.New(t, 1300, 3*time.Minute) // a loaded CI machine starts Chromium slowly; the page itself is static
 	type section struct {
 		Title     string             `json:"title"`
 		LaneX     map[string]float64 `json:"laneX"`
@@ -84,11 +68,7 @@ func TestStep8TimelineReadsAtAGlance(t *testing.T) {
 	if err != nil {
 		t.Fatalf("chromium: read the report: %v", err)
 	}
-	if dir := os.Getenv("SNACKLAB_SCREENSHOT_DIR"); dir != "" {
-		if shot, err := chromedp.Run(ctx, chromedp.FullScreenshot(100)); err == nil {
-			os.WriteFile(filepath.Join(dir, "timeline.png"), shot, 0o644)
-		}
-	}
+	chromiumtest.Screenshot(t, ctx, "timeline.png")
 	if len(got) != 3 {
 		t.Fatalf("expected 3 timelines (a, b, c); observed %d", len(got))
 	}

@@ -359,8 +359,8 @@ var cohortTmpl = template.Must(template.New("grades").Funcs(template.FuncMap{
 <title>snacklab grades</title>
 <style>
 body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2rem auto;max-width:1400px;padding:0 1rem;color:#222}
-h1{font-size:1.4rem;margin-bottom:.2rem} p.meta{color:#555;margin:.2rem 0}
-table{border-collapse:collapse;margin:1rem 0}
+h1{font-size:1.4rem;margin-bottom:.2rem} p.meta{color:#555;margin:.2rem 0;overflow-wrap:anywhere}
+table{border-collapse:collapse;margin:1rem 0} div.scroll{overflow-x:auto} /* a wide table scrolls in its box, not the page */
 td,th{padding:.3rem .5rem;border:1px solid #ddd;text-align:center;vertical-align:top}
 th{background:#f4f4f4;font-weight:600} td.name{text-align:left;white-space:nowrap} td.note{text-align:left;color:#555;max-width:40rem}
 td.passed{background:#e6f4ea} td.failed{background:#fce8e6;color:#a50e0e} td.flaky{background:#fef7e0;color:#8a5a00} td.notrun{background:#f1f3f4;color:#777} td.notjudged{background:#e8f0fe;color:#174ea6;font-style:italic}
@@ -370,13 +370,13 @@ td.total{font-weight:700} div.why{font-size:12px;color:#a50e0e;white-space:norma
 <h1>snacklab grades</h1>
 {{range .Summary}}<p class="meta">{{.}}</p>{{end}}
 <p class="legend"><span class="" style="background:#e6f4ea">passed</span><span style="background:#fce8e6">failed</span><span style="background:#fef7e0">flaky: passed some runs, scores 0</span><span style="background:#e8f0fe;color:#174ea6;font-style:italic">? not judged: the grader's trouble (a limit it set ran out, interrupted, its own error), no score until regraded</span><span style="background:#f1f3f4">not run</span> · each failed step's reason is in the last column, two lines of it (all of it on hover, and in the submission's report)</p>
-<table id="grades">
+<div class="scroll"><table id="grades">
 <tr><th>submission</th>{{range .Steps}}<th title="{{.Title}}">{{.Num}}<br>{{.Slug}}<br><small>{{pts $.Info.Points .Num}} pts</small></th>{{end}}<th>total</th><th>%</th><th>note</th></tr>
 {{range $r := .Recs}}<tr id="sub-{{$r.Name}}"><td class="name">{{if $.Info.Anonymous}}{{$r.Name}}{{else}}<a href="{{href $r "results.json"}}">{{who $ $r}}</a>{{if not $r.Problem}} · <a href="{{href $r "report.html"}}">report</a>{{end}}{{end}}</td>
 {{range $.Steps}}{{$s := cell $ $r .Num}}<td class="{{if eq $s.Status "not run"}}notrun{{else if eq $s.Status "not judged"}}notjudged{{else}}{{$s.Status}}{{end}}" title="{{if $s.Reason}}{{$s.Reason}}{{else}}{{$s.Status}}{{end}}{{if $s.Replay}}&#10;replay: {{$s.Replay}}{{end}}">{{if eq $s.Status "not judged"}}? {{$s.NotJudged}}{{else}}{{num $s.Score}}{{end}}{{if $s.Flaky}}<br><small>{{$s.Passes}}/{{$s.Runs}}</small>{{end}}</td>{{end}}
 {{if $r.NotGraded}}<td class="total notjudged">not graded</td><td></td>{{else}}<td class="total">{{num $r.Score}}</td><td>{{percent $r.Score $r.Max}}</td>{{end}}<td class="note">{{with note $ $r}}{{.}}{{end}}{{range failures $ $r}}<div class="why" title="{{.}}">{{.}}</div>{{end}}</td></tr>
 {{end}}<tr><th>passed</th>{{range .Steps}}<th>{{rate $ .Num}}</th>{{end}}<th colspan="3"></th></tr>
-</table>
+</table></div>
 </body></html>
 `))
 

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"maps"
 	"net/http/httptest"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -16,27 +14,11 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"snacklab/internal/chromiumtest"
 	"snacklab/internal/ops"
 	"snacklab/internal/ops/opstest"
 	"snacklab/queue"
 )
-
-// chromiumPath finds a headless-capable Chromium. Without one the browser
-// test skips, unless SNACKLAB_REQUIRE_CHROMIUM=1 (CI), where it must run.
-func chromiumPath(t *testing.T) string {
-	t.Helper()
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "headless-shell"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	const how = "no chromium on PATH (Debian: apt-get install -y chromium)"
-	if os.Getenv("SNACKLAB_REQUIRE_CHROMIUM") == "1" {
-		t.Fatal(how + ", and SNACKLAB_REQUIRE_CHROMIUM=1 requires it")
-	}
-	t.Skip(how + "; set SNACKLAB_REQUIRE_CHROMIUM=1 to fail instead of skipping")
-	return ""
-}
 
 // shown is what the page displays, read by the browser after rendering.
 type shown struct {
@@ -93,8 +75,7 @@ const readPage = `(() => {
 // that every figure shown matches what the database says, read through the
 // queue API directly rather than through the code under test.
 func TestDashboardInChromium(t *testing.T) {
-	exe := chromiumPath(t)
-	q, _ := opstest.Known(t)
+	q, dbPath := opstest.Known(t)
 	d := ops.NewDashboard(q, func() int64 { return opstest.Now })
 	maxDead, maxAge := int64(5), 90*time.Second // the fixture has 6 dead, the oldest 98 s old
 	if err := d.SetThresholds(ops.Thresholds{MaxDead: &maxDead, MaxOldestAge: &maxAge,
@@ -104,15 +85,7 @@ func TestDashboardInChromium(t *testing.T) {
 	srv := httptest.NewServer(d)
 	defer srv.Close()
 
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	opts := append(slices.Clone(chromedp.DefaultExecAllocatorOptions[:]),
-		chromedp.ExecPath(exe), chromedp.NoSandbox, chromedp.UserDataDir(t.TempDir()),
-		chromedp.Flag("disable-dev-shm-usage", true), chromedp.WindowSize(1280, 800)) // a laptop screen
-	actx, cancelAlloc := chromedp.NewExecAllocator(ctx, opts...)
-	defer cancelAlloc()
-	bctx, cancelBrowser := chromedp.NewContext(actx)
-	defer cancelBrowser()
+	bctx := chromiumtest.New(t, 1280, 90*time.Second) // a laptop screen
 
 	if err := chromedp.Do(bctx, chromedp.Navigate(srv.URL+"/"), chromedp.WaitVisible(chromedp.CSS("#dead-list"))); err != nil {
 		t.Fatalf("chromium: %v", err)
@@ -121,15 +94,7 @@ func TestDashboardInChromium(t *testing.T) {
 	if err != nil {
 		t.Fatalf("chromium: read the page: %v", err)
 	}
-	png, err := chromedp.Run(bctx, chromedp.FullScreenshot(100))
-	if err != nil {
-		t.Fatalf("chromium: screenshot: %v", err)
-	}
-	if dir := os.Getenv("SNACKLAB_SCREENSHOT_DIR"); dir != "" {
-		if err := os.WriteFile(filepath.Join(dir, "dashboard.png"), png, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	chromiumtest.Screenshot(t, bctx, "dashboard.png")
 
 	// The truth, straight from the queue.
 	bg := context.Background()
@@ -194,6 +159,7 @@ func TestDashboardInChromium(t *testing.T) {
 		}
 	}
 	checkLayout(t, got.Layout, dead)
+	checkGlance(t, bctx, filepath.Dir(dbPath))
 	if got.Resources != 0 {
 		t.Errorf("page fetched %d resources, want none", got.Resources)
 	}
@@ -241,5 +207,36 @@ func checkLayout(t *testing.T, l layout, dead []queue.Job) {
 	}
 	if want := []string{"oldest dead", "dead"}; !slices.Equal(l.CrossedRows, want) {
 		t.Errorf("expected the figures past their thresholds highlighted (rows %v); observed %v", want, l.CrossedRows)
+	}
+}
+
+// checkGlance: at a laptop's and a phone's width the page is no wider than
+// the screen, names nothing of where the database lives, and the crossed
+// thresholds (Attention) come first, on the first screen, above the dead
+// list. It saves dashboard-1280.png and dashboard-400.png.
+func checkGlance(t *testing.T, ctx context.Context, dbDir string) {
+	t.Helper()
+	type where struct {
+		Attention float64 `json:"attention"`
+		Dead      float64 `json:"dead"`
+	}
+	for _, width := range chromiumtest.Widths {
+		g := chromiumtest.At(t, ctx, width, "dashboard")
+		if g.Overflow > 0 {
+			t.Errorf("%d px: the page is %.0f px wider than the screen; want nothing wider", width, g.Overflow)
+		}
+		if strings.Contains(g.HTML, dbDir) {
+			t.Errorf("%d px: the page names the database's directory %s", width, dbDir)
+		}
+		w, err := chromedp.Run(ctx, chromedp.Evaluate[where](`({
+			attention: document.querySelector('#breaches').getBoundingClientRect().top + scrollY,
+			dead: document.querySelector('#dead-list').getBoundingClientRect().top + scrollY,
+		})`))
+		if err != nil {
+			t.Fatalf("chromium: %d px: %v", width, err)
+		}
+		if w.Attention >= 900 || w.Attention > w.Dead {
+			t.Errorf("%d px: the crossed thresholds at %.0f px, the dead list at %.0f px; want them first, on the first screen (900 px)", width, w.Attention, w.Dead)
+		}
 	}
 }

@@ -6,7 +6,10 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 
+	"snacklab"
+	"snacklab/labsteps/clauses"
 	"snacklab/labsteps/result"
 )
 
@@ -328,6 +331,9 @@ func (s Summary) Write(w io.Writer, replay func(step int) string) {
 			fmt.Fprintf(w, "    observed: %s\n", result.OneLine(c.Observed, 300))
 			if len(c.Clause) > 0 {
 				fmt.Fprintf(w, "    clause:   %s\n", strings.Join(c.Clause, " "))
+				for _, l := range Changed(c.Clause) {
+					fmt.Fprintf(w, "    %s\n", result.OneLine(l, 400))
+				}
 			}
 			fmt.Fprintf(w, "    why:      %s\n", result.OneLine(c.Why, 300))
 		}
@@ -344,6 +350,27 @@ func (s Summary) Write(w io.Writer, replay func(step int) string) {
 		}
 		fmt.Fprintf(w, "    replay:   %s%s\n", replay(f.Step.Num), logs)
 	}
+}
+
+// changelog is CONTRACT.md's newest changelog section, read once.
+var changelog = sync.OnceValues(func() (string, map[string]string) { return clauses.Changelog(snacklab.Contract) })
+
+// Changed says, for the clauses a failed check judges, how the newest
+// version of the contract changed them: "changed in version 2: " and the
+// changelog's line, once per line. A learner who wrote to the previous
+// text then sees the failure is the new rule, not a misreading. Clauses
+// the changelog does not cite: none.
+func Changed(ids []string) []string {
+	version, lines := changelog()
+	var out []string
+	for _, id := range ids {
+		if l, ok := lines[id]; ok {
+			if l = "changed in version " + version + ": " + l; !slices.Contains(out, l) {
+				out = append(out, l)
+			}
+		}
+	}
+	return out
 }
 
 func keys(m map[string]bool) func(func(string) bool) {
