@@ -24,8 +24,11 @@ func TestImportsPointDown(t *testing.T) {
 	// import (none when empty); a package not listed may import any labsteps
 	// package.
 	allowed := map[string][]string{
-		"snacklab/labsteps/result":   {},
-		"snacklab/labsteps/report":   {"snacklab/labsteps/result", "snacklab/labsteps/fresh"},
+		"snacklab/labsteps/result": {},
+		// The report quotes the contract's changelog: the contract's text
+		// (the root package) and its registry are leaves too.
+		"snacklab/labsteps/report":   {"snacklab/labsteps/result", "snacklab/labsteps/fresh", "snacklab/labsteps/clauses", "snacklab"},
+		"snacklab/labsteps/clauses":  {},
 		"snacklab/labsteps/fresh":    {},
 		"snacklab/labsteps/systrace": {},
 	}
