@@ -260,3 +260,25 @@ func writeTables(out string, recs []Record, info CohortInfo, opt TableOptions) e
 		report.WriteFile(filepath.Join(out, "grades-anon.html"), t.html),
 	)
 }
+
+// WriteRoster writes roster to path in the format ReadRoster reads: a
+// header submission, student_id, name, email, then one row per submission,
+// sorted, so that a roster made by a program (lab grade --from-gradescope)
+// joins exactly as one a teacher wrote.
+func WriteRoster(path string, roster map[string]Student) error {
+	names := make([]string, 0, len(roster))
+	for n := range roster {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return report.WriteFile(path, func(w io.Writer) error {
+		cw := csv.NewWriter(w)
+		cw.Write([]string{"submission", "student_id", "name", "email"})
+		for _, n := range names {
+			s := roster[n]
+			cw.Write([]string{n, s.ID, s.Name, s.Email})
+		}
+		cw.Flush()
+		return cw.Error()
+	})
+}
