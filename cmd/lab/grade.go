@@ -71,6 +71,7 @@ type gradeOptions struct {
 	pids                                  int64
 	cpus                                  float64
 	fromRepos                             string // --from-repos (lab autograder's Repos)
+	fromGradescope                        string // --from-gradescope (autograder.ReadGradescopeExport)
 }
 
 func newGradeFlags(o *gradeOptions) *flag.FlagSet {
@@ -81,6 +82,7 @@ func newGradeFlags(o *gradeOptions) *flag.FlagSet {
 	fs.StringVar(&o.visibility, "visibility", "", "Gradescope visibility: `visible`, hidden, after_due_date or after_published for everything, or KEY=VALUE pairs for a step or part (*=after_due_date,6.n=hidden)")
 	tableFlags(fs, &o.tables)
 	fs.StringVar(&o.fromRepos, "from-repos", "", "grade every repository cloned in this `dir` (GitHub Classroom's student repos), each named after its repository: the student's id in every report")
+	fs.StringVar(&o.fromGradescope, "from-gradescope", "", "grade Gradescope's submissions export, a `zip` or its unpacked directory (Download Submissions), and write its students to OUT/roster.csv (submission, student_id, name, email); give no SUBMISSION, --from-repos, --roster or --not-graded")
 	cliflag.IntVar(fs, &o.runs, "n", 1, "run each submission this many times; a step that passes in some runs and fails in others is flaky and scores 0")
 	cliflag.IntVar(fs, &o.jobs, "jobs", runtime.NumCPU(), "submissions graded at once")
 	cliflag.IntVar(fs, &o.parallel, "parallel", 0, "steps of one submission run at once (default: all)")
@@ -128,6 +130,17 @@ func runGrade(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		paths = append(paths, repos...)
 	}
+	var export autograder.Export
+	if o.fromGradescope != "" {
+		if len(paths) > 0 || o.tables.Roster != "" || o.notGraded != "" {
+			return usageErr{"grade: --from-gradescope grades the export alone and writes its roster: give no SUBMISSION, --from-repos, --roster or --not-graded"}
+		}
+		if export, err = autograder.ReadGradescopeExport(o.fromGradescope); err != nil {
+			return usageErr{fmt.Sprintf("grade: --from-gradescope %s: %v", o.fromGradescope, err)}
+		}
+		defer export.Cleanup()
+		paths = export.Paths
+	}
 	if o.notGraded != "" {
 		if paths, err = notGradedPaths(fs, &o, paths, stdout); err != nil || len(paths) == 0 {
 			return err
@@ -159,6 +172,11 @@ func runGrade(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	defer closeBoundary()
+	if export.Roster != nil {
+		if err := grade.WriteRoster(filepath.Join(o.out, grade.RosterName), export.Roster); err != nil {
+			return fmt.Errorf("grade: %w", err)
+		}
+	}
 
 	announceGrade(stdout, stderr, cfg, o, paths)
 	rep, err := grade.Grade(ctx, cfg, paths)

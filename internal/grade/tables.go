@@ -35,7 +35,9 @@ type TableOptions struct {
 
 // Files grading keeps beside the tables.
 const (
-	rosterName = "roster.csv"
+	// RosterName is the roster in OUT that the tables join (lab grade
+	// --from-gradescope writes it).
+	RosterName = "roster.csv"
 	keyName    = "anonymise.key"
 )
 
@@ -215,7 +217,7 @@ func pointsOf(recs []Record) Points {
 // writeTables writes the tables with the roster joined, and the
 // anonymised ones when asked.
 func writeTables(out string, recs []Record, info CohortInfo, opt TableOptions) error {
-	rosterPath := filepath.Join(out, rosterName)
+	rosterPath := filepath.Join(out, RosterName)
 	if opt.Roster != "" {
 		if _, err := ReadRoster(opt.Roster); err != nil {
 			return err
