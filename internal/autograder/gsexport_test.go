@@ -231,3 +231,26 @@ func TestReadGradescopeExportRefuses(t *testing.T) {
 		})
 	}
 }
+
+// Two modules in subdirectories of the same name are named as lab grade
+// names them (grade.Discover: -1, -2 in the order of their paths), and the
+// roster follows.
+func TestReadGradescopeExportSameSubdir(t *testing.T) {
+	export := t.TempDir()
+	writeTree(t, export, map[string]string{
+		"submission_metadata.yml":      "submission_1:\n  :submitters:\n  - :name: A\n    :sid: '1'\nsubmission_2:\n  :submitters:\n  - :name: B\n    :sid: '2'\n",
+		"submission_1/snacklab/go.mod": "module snacklab\n",
+		"submission_2/snacklab/go.mod": "module snacklab\n",
+	})
+	e, err := autograder.ReadGradescopeExport(export)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, s := range grade.Discover(e.Paths) {
+		got[s.Name] = e.Roster[s.Name].ID
+	}
+	if want := map[string]string{"snacklab-1": "1", "snacklab-2": "2"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("name → student id: got %v, want %v", got, want)
+	}
+}
