@@ -90,6 +90,16 @@ func judgeOneCopyApplied(h *harness.Harness, rcv *harness.Receiver, answers []ha
 		otherText = strings.Join(other, "; ")
 	}
 	h.Equal(fmt.Sprintf("%d simultaneous POSTs: every answer is 200 with ack true (or a 5xx the sender would retry)", copies), "none other", otherText, whyOnce)
+	if len(busy) == copies {
+		// Every copy answered 5xx, which §5.concurrent tolerates: no copy
+		// applied, so exactly-once is not observable in this run (seen in
+		// CI with a receiver given a 50 ms busy timeout on a loaded
+		// machine). Not judged, and the part stops: the later checks of
+		// the applied order would judge the tolerated 5xx again.
+		h.Timeout(fmt.Sprintf("%d simultaneous POSTs: one copy applies", copies), "one answer with duplicate false (5xx for some copies tolerated)",
+			fmt.Sprintf("all %d copies answered 5xx", copies),
+			"CONTRACT §5.concurrent tolerates a 5xx, which the sender retries; when every copy gets one (a receiver that gave up on its busy file on a loaded machine) none applied, and the lab cannot judge which would have")
+	}
 	h.Equal(fmt.Sprintf("%d simultaneous POSTs: answers with duplicate false, with duplicate true or 5xx", copies), fmt.Sprintf("1, %d", copies-1),
 		fmt.Sprintf("%d, %d", len(fresh), len(dup)+len(busy)), whyOnce)
 	switch rcv.WaitLines(func(lines []harness.Line) bool { return loggedSame(lines, "") >= copies }) {

@@ -8,6 +8,7 @@ import (
 	"snacklab/internal/tier"
 	"snacklab/labsteps"
 	"snacklab/labsteps/mutants"
+	"snacklab/labsteps/result"
 )
 
 // The receiver's file lock makes simultaneous POSTs meet a check made outside
@@ -76,7 +77,17 @@ func TestToleratedBusyCopiesAreNotJudgedAgain(t *testing.T) {
 	bin := wrapBin(t, refBin, map[string]string{
 		"receiver": `case "$*" in *receiver-k.db*) set -- "$@" --busy-timeout-ms 50 ;; esac`,
 	})
-	r := labsteps.RunStep(context.Background(), cfg(t, bin), step6[0])
+	// A run where every copy was answered 503 judges nothing (step 6 is
+	// then not judged, never failed): run again, at most attempts times.
+	const attempts = 5
+	var r result.Result
+	for i := range attempts {
+		r = labsteps.RunStep(context.Background(), cfg(t, bin), step6[0])
+		if r.Pass || r.Verdict().Judged() {
+			break
+		}
+		t.Logf("attempt %d of %d: step 6 %s (every copy answered 503?):\n%s", i+1, attempts, r.Verdict(), r.Detail())
+	}
 	if !r.Pass {
 		t.Errorf("step 6 %s with copies answered 503; want PASS:\n%s", r.Verdict(), r.Detail())
 	}
