@@ -98,10 +98,16 @@ func expected(m *model.Mismatch) string {
 	return fmt.Sprintf("exit %d and %s (members not named are free)", m.Expected.Exit, b)
 }
 
-// observed is what the failing command answered, and how it differs.
+// observed is what the failing command answered, and how it differs: its
+// stderr's first line too, when it said something, since that line is
+// often the cause (a verb "not implemented", which the summary then names
+// once as what blocks the part).
 func observed(m *model.Mismatch) string {
 	o := m.Observed
 	how := harness.ExitText(o.Exit, o.Signal)
+	if line, _, _ := strings.Cut(strings.TrimSpace(o.Stderr), "\n"); line != "" {
+		how += " (stderr: " + harness.Trim(line) + ")"
+	}
 	return fmt.Sprintf("%s, stdout %s — %s", how, harness.Trim(strings.TrimSpace(o.Stdout)), m.Diff)
 }
 

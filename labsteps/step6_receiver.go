@@ -36,6 +36,9 @@ func receiverClauses(h *harness.Harness) {
 // copies is how many copies of one new order part k posts at once.
 const copies = 20
 
+// kSame is the order part k posts copies of.
+const kSame = `{"id":"k-same","qty":7,"token":1}`
+
 // postCopiesTogether posts copies of one new order at once, sent (the lab's
 // first byte) and answered (its last answer) bracketing them. The harness
 // holds the receiver's file lock while the copies arrive, so each waits at
@@ -43,7 +46,7 @@ const copies = 20
 // inserts then meets the other copies' checks.
 func postCopiesTogether(h *harness.Harness, rcv *harness.Receiver) (sent time.Time, answers []harness.HTTPAnswer, answered time.Time) {
 	sent = time.Now()
-	answers = h.PostTogether(rcv.URL, "/orders", `{"id":"k-same","qty":7,"token":1}`, copies, rcv.DB)
+	answers = h.PostTogether(rcv.URL, "/orders", kSame, copies, rcv.DB)
 	answered = time.Now()
 	// A copy the lab held unfinished for a second or more may have been cut
 	// by a time bound the contract allows, and then failed or been refused
@@ -90,14 +93,16 @@ func judgeOneCopyApplied(h *harness.Harness, rcv *harness.Receiver, answers []ha
 		otherText = strings.Join(other, "; ")
 	}
 	h.Equal(fmt.Sprintf("%d simultaneous POSTs: every answer is 200 with ack true (or a 5xx the sender would retry)", copies), "none other", otherText, whyOnce)
-	if len(busy) == copies {
-		// Every copy answered 5xx, which §5.concurrent tolerates: no copy
-		// applied, so exactly-once is not observable in this run (seen in
-		// CI with a receiver given a 50 ms busy timeout on a loaded
-		// machine). Not judged, and the part stops: the later checks of
-		// the applied order would judge the tolerated 5xx again.
+	if len(busy) == copies && appliesAlone(h, rcv) {
+		// Every copy answered 5xx, which §5.concurrent tolerates, and a
+		// copy posted alone then applied: a receiver that gave up on its
+		// busy file (seen in CI with a 50 ms busy timeout on a loaded
+		// machine), not one that cannot apply an order (which fails
+		// below). Exactly-once was not observable in this run: not
+		// judged, and the part stops, as the later checks of the applied
+		// order would judge the tolerated 5xx again.
 		h.Timeout(fmt.Sprintf("%d simultaneous POSTs: one copy applies", copies), "one answer with duplicate false (5xx for some copies tolerated)",
-			fmt.Sprintf("all %d copies answered 5xx", copies),
+			fmt.Sprintf("all %d copies answered 5xx; one posted alone after them applied", copies),
 			"CONTRACT §5.concurrent tolerates a 5xx, which the sender retries; when every copy gets one (a receiver that gave up on its busy file on a loaded machine) none applied, and the lab cannot judge which would have")
 	}
 	h.Equal(fmt.Sprintf("%d simultaneous POSTs: answers with duplicate false, with duplicate true or 5xx", copies), fmt.Sprintf("1, %d", copies-1),
@@ -129,6 +134,13 @@ func judgeOneCopyApplied(h *harness.Harness, rcv *harness.Receiver, answers []ha
 	h.Check(fmt.Sprintf("%d simultaneous POSTs: stock, orders, requests, applied log lines", copies),
 		st.Stock == 7 && st.Orders == 1 && requests == want && applied == 1, wantText, got, whyOnce)
 	return requests
+}
+
+// appliesAlone posts part k's order once more, alone, and says whether it
+// applied (200, ack true, duplicate false).
+func appliesAlone(h *harness.Harness, rcv *harness.Receiver) bool {
+	a := h.HTTP(http.MethodPost, rcv.URL+"/orders", kSame)
+	return a.Err == nil && a.Status == 200 && a.Ack() == "true" && a.Member("duplicate") == "false"
 }
 
 // loggedSame counts the receiver's request lines for k-same with the given
