@@ -93,14 +93,16 @@ func judgeOneCopyApplied(h *harness.Harness, rcv *harness.Receiver, answers []ha
 		otherText = strings.Join(other, "; ")
 	}
 	h.Equal(fmt.Sprintf("%d simultaneous POSTs: every answer is 200 with ack true (or a 5xx the sender would retry)", copies), "none other", otherText, whyOnce)
-	if len(busy) == copies && appliesAlone(h, rcv) {
-		// Every copy answered 5xx, which §5.concurrent tolerates, and a
-		// copy posted alone then applied: a receiver that gave up on its
-		// busy file (seen in CI with a 50 ms busy timeout on a loaded
-		// machine), not one that cannot apply an order (which fails
-		// below). Exactly-once was not observable in this run: not
-		// judged, and the part stops, as the later checks of the applied
-		// order would judge the tolerated 5xx again.
+	if len(busy) == copies && h.Limits.Scale > 1 && appliesAlone(h, rcv) {
+		// Every copy answered 5xx, which §5.concurrent tolerates, on a
+		// machine loaded enough to scale the step's limits, and a copy
+		// posted alone then applied: a receiver that gave up on its busy
+		// file (seen in CI with a 50 ms busy timeout at load ~45), not one
+		// that cannot apply an order (which fails below). Exactly-once was
+		// not observable in this run: not judged, and the part stops, as
+		// the later checks of the applied order would judge the tolerated
+		// 5xx again. On a quiet machine every copy refused is a receiver
+		// that does not wait out its busy timeout: it fails below.
 		h.Timeout(fmt.Sprintf("%d simultaneous POSTs: one copy applies", copies), "one answer with duplicate false (5xx for some copies tolerated)",
 			fmt.Sprintf("all %d copies answered 5xx; one posted alone after them applied", copies),
 			"CONTRACT §5.concurrent tolerates a 5xx, which the sender retries; when every copy gets one (a receiver that gave up on its busy file on a loaded machine) none applied, and the lab cannot judge which would have")
